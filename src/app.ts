@@ -1,0 +1,98 @@
+// Builds the Fastify application. No environment reads and no listen: server.ts and the tests
+// decide those.
+import { randomUUID } from 'node:crypto';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
+import { jsonSchemaTransform, jsonSchemaTransformObject, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
+import type { Limits } from './config.js';
+import type { Database } from './db/connect.js';
+import { registerAuthentication } from './http/auth.js';
+import { registerErrorHandling } from './http/error-handler.js';
+import type { AppDeps, ZodApp } from './http/zod-app.js';
+import { healthRoutes } from './modules/health/health.routes.js';
+import { v1Routes } from './routes.js';
+
+export interface BuildAppOptions {
+  db: Database;
+  limits: Limits;
+  /** A pino logger, or false for none (tests). */
+  logger?: FastifyBaseLogger | false;
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+export async function buildApp({ db, limits, logger = false }: BuildAppOptions): Promise<FastifyInstance> {
+  const app = Fastify({
+    ...(logger ? { loggerInstance: logger } : { logger: false }),
+    bodyLimit: limits.bodyBytes,
+    // A well-formed X-Request-Id from the caller (or a proxy) is kept, so logs line up end to end.
+    genReqId: (request) => {
+      const given = request.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    },
+    // Our own onResponse hook writes the one line per request (with the principal).
+    logController: new LogController({ requestIdLogLabel: 'requestId', disableRequestLogging: true }),
+    routerOptions: { ignoreTrailingSlash: true },
+  }).withTypeProvider() as unknown as ZodApp;
+
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  registerErrorHandling(app);
+  registerRequestLogging(app);
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Agent Session Service',
+        version: '1.0.0',
+        description:
+          'Sessions, append-only event history and JSON state for stateless AI-agent instances. ' +
+          'Every /v1 request authenticates with `Authorization: Bearer <secretId>.<secretKey>`. ' +
+          'Isolation between business users inside a space is the application\'s job: permissions are per space.',
+      },
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: '<secretId>.<secretKey>' } } },
+      tags: [
+        { name: 'spaces', description: 'Session spaces' },
+        { name: 'sessions', description: 'Sessions of business users' },
+        { name: 'events', description: 'Append-only event history' },
+        { name: 'health', description: 'Liveness and readiness' },
+      ],
+    },
+    transform: jsonSchemaTransform,
+    transformObject: jsonSchemaTransformObject,
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs' });
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+
+  const deps: AppDeps = { db, limits };
+  await app.register(async (scope) => healthRoutes(scope as ZodApp, deps));
+  await app.register(
+    async (scope) => {
+      registerAuthentication(scope, db);
+      await v1Routes(scope as ZodApp, deps);
+    },
+    { prefix: '/v1' },
+  );
+  return app;
+}
+
+function registerRequestLogging(app: FastifyInstance): void {
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+  // One line per request. The Authorization header is never logged; the principal is named by ids.
+  app.addHook('onResponse', async (request, reply) => {
+    request.log.info(
+      {
+        method: request.method,
+        route: request.routeOptions.url,
+        statusCode: reply.statusCode,
+        latencyMs: Math.round(reply.elapsedTime * 100) / 100,
+        principal: request.principal ? { accountId: request.principal.accountId, principalId: request.principal.principalId } : undefined,
+      },
+      'request completed',
+    );
+  });
+}

@@ -1,0 +1,105 @@
+// The environment, validated once at start-up. Nothing else reads process.env.
+import { z } from 'zod';
+
+const KiB = 1024;
+const MiB = 1024 * KiB;
+
+const int = (min: number, fallback: number) => z.coerce.number().int().min(min).default(fallback);
+
+const environmentSchema = z.object({
+  PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+  HOST: z.string().min(1).default('0.0.0.0'),
+  DATABASE_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')
+    .optional(),
+  DATA_DIR: z.string().min(1).default('./data'),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  ROOT_API_KEY: z
+    .string()
+    .regex(/^AKID[A-Za-z0-9]{32}\.[A-Za-z0-9_-]{43,}$/, 'must be <secretId>.<secretKey>: AKID + 32 base62 characters, a dot, then at least 43 base64url characters')
+    .optional(),
+  DB_POOL_MAX: int(1, 10),
+  DB_STATEMENT_TIMEOUT_MS: int(100, 10_000),
+  DB_CONNECT_TIMEOUT_MS: int(100, 5_000),
+  MAX_BODY_BYTES: int(1 * KiB, 1 * MiB),
+  MAX_EVENT_BYTES: int(1 * KiB, 256 * KiB),
+  MAX_STATE_DELTA_BYTES: int(1, 64 * KiB),
+  MAX_STATE_DELTA_DEPTH: int(1, 32),
+  MAX_STATE_BYTES: int(1 * KiB, 1 * MiB),
+  MAX_BATCH_EVENTS: int(1, 100),
+  MAX_TITLE_CHARS: int(1, 256),
+  MAX_FILTER_VALUES: int(1, 100),
+  MAX_FILTERS: int(1, 10),
+});
+
+export interface Limits {
+  bodyBytes: number;
+  eventBytes: number;
+  stateDeltaBytes: number;
+  stateDeltaDepth: number;
+  stateBytes: number;
+  batchEvents: number;
+  titleChars: number;
+  filterValues: number;
+  filters: number;
+}
+
+export interface Config {
+  port: number;
+  host: string;
+  database:
+    | { kind: 'postgres'; url: string; poolMax: number; statementTimeoutMs: number; connectTimeoutMs: number }
+    | { kind: 'pglite'; dataDir: string; statementTimeoutMs: number };
+  logLevel: z.infer<typeof environmentSchema>['LOG_LEVEL'];
+  rootApiKey: string | undefined;
+  limits: Limits;
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+export const DEFAULT_LIMITS: Limits = limitsFrom(environmentSchema.parse({}));
+
+function limitsFrom(env: z.infer<typeof environmentSchema>): Limits {
+  return {
+    bodyBytes: env.MAX_BODY_BYTES,
+    eventBytes: env.MAX_EVENT_BYTES,
+    stateDeltaBytes: env.MAX_STATE_DELTA_BYTES,
+    stateDeltaDepth: env.MAX_STATE_DELTA_DEPTH,
+    stateBytes: env.MAX_STATE_BYTES,
+    batchEvents: env.MAX_BATCH_EVENTS,
+    titleChars: env.MAX_TITLE_CHARS,
+    filterValues: env.MAX_FILTER_VALUES,
+    filters: env.MAX_FILTERS,
+  };
+}
+
+/** Parses the environment; a bad value throws a ConfigError naming each variable and its rule. */
+export function loadConfig(env: Record<string, string | undefined>): Config {
+  // An empty variable counts as unset, as in most shells' and compose files' habits.
+  const present = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== undefined && value !== ''));
+  const parsed = environmentSchema.safeParse(present);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((issue) => `  ${issue.path.join('.')}: ${issue.message}`);
+    throw new ConfigError(`Invalid environment:\n${lines.join('\n')}`);
+  }
+  const e = parsed.data;
+  return {
+    port: e.PORT,
+    host: e.HOST,
+    database: e.DATABASE_URL
+      ? {
+          kind: 'postgres',
+          url: e.DATABASE_URL,
+          poolMax: e.DB_POOL_MAX,
+          statementTimeoutMs: e.DB_STATEMENT_TIMEOUT_MS,
+          connectTimeoutMs: e.DB_CONNECT_TIMEOUT_MS,
+        }
+      : { kind: 'pglite', dataDir: e.DATA_DIR, statementTimeoutMs: e.DB_STATEMENT_TIMEOUT_MS },
+    logLevel: e.LOG_LEVEL,
+    rootApiKey: e.ROOT_API_KEY,
+    limits: limitsFrom(e),
+  };
+}

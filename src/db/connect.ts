@@ -1,0 +1,86 @@
+// Chooses the backend: PostgreSQL when DATABASE_URL is set, otherwise an embedded PGlite.
+// Both are reached through the ordinary `pg` driver and Kysely's PostgresDialect, so every query,
+// type parser and error object is the same on both: PGlite is served on a private Unix socket by
+// @electric-sql/pglite-socket, and the pool has exactly one connection because PGlite is a single
+// database session.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Kysely, PostgresDialect } from 'kysely';
+import pg from 'pg';
+import type { DB } from './schema.js';
+
+export type Database = Kysely<DB>;
+
+export type DatabaseOptions =
+  | { kind: 'postgres'; url: string; poolMax: number; statementTimeoutMs: number; connectTimeoutMs: number }
+  | { kind: 'pglite'; dataDir: string | undefined; statementTimeoutMs: number };
+
+export interface DatabaseHandle {
+  db: Database;
+  kind: DatabaseOptions['kind'];
+  pool: pg.Pool;
+  close(): Promise<void>;
+}
+
+// int8 columns hold counters and seq numbers far below 2^53: numbers are what the API exposes.
+const INT8_OID = 20;
+const types = {
+  getTypeParser(oid: number, format?: 'text' | 'binary') {
+    if (oid === INT8_OID && format !== 'binary') return (value: string) => Number(value);
+    return pg.types.getTypeParser(oid, format);
+  },
+} as pg.CustomTypesConfig;
+
+export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHandle> {
+  if (options.kind === 'postgres') {
+    const pool = new pg.Pool({
+      connectionString: options.url,
+      max: options.poolMax,
+      connectionTimeoutMillis: options.connectTimeoutMs,
+      statement_timeout: options.statementTimeoutMs,
+      types,
+    });
+    // An idle client that loses its server emits 'error' on the pool; without a listener that
+    // would crash the process. The next query gets a fresh connection.
+    pool.on('error', () => {});
+    const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+    return { db, kind: 'postgres', pool, close: () => db.destroy() };
+  }
+  return openPglite(options.dataDir, options.statementTimeoutMs);
+}
+
+async function openPglite(dataDir: string | undefined, statementTimeoutMs: number): Promise<DatabaseHandle> {
+  const { PGlite } = await import('@electric-sql/pglite');
+  const { pg_trgm } = await import('@electric-sql/pglite/contrib/pg_trgm');
+  const { PGLiteSocketServer } = await import('@electric-sql/pglite-socket');
+
+  const pglite = await PGlite.create(dataDir, { extensions: { pg_trgm } });
+  // A private directory (mode 0700) for the socket: no other local user can reach the database.
+  const socketDir = await mkdtemp(join(tmpdir(), 'ass-pglite-'));
+  const server = new PGLiteSocketServer({ db: pglite, path: join(socketDir, '.s.PGSQL.5432') });
+  await server.start();
+
+  const pool = new pg.Pool({
+    host: socketDir,
+    port: 5432,
+    user: 'postgres',
+    database: 'postgres',
+    max: 1,
+    statement_timeout: statementTimeoutMs,
+    types,
+  });
+  pool.on('error', () => {});
+  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+  return {
+    db,
+    kind: 'pglite',
+    pool,
+    async close() {
+      await db.destroy();
+      await server.stop();
+      await pglite.close();
+      await rm(socketDir, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,14 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { FastifyBaseLogger, FastifyInstance, RawServerDefault } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import type { Limits } from '../config.js';
+import type { Database } from '../db/connect.js';
+
+/** A Fastify instance whose route schemas are zod schemas. */
+export type ZodApp = FastifyInstance<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger, ZodTypeProvider>;
+
+/** What route modules need: the database and the configured limits. */
+export interface AppDeps {
+  db: Database;
+  limits: Limits;
+}

@@ -1,0 +1,50 @@
+// Credential material: generation, hashing and constant-time comparison. No I/O.
+import { createHash, randomBytes, randomInt, timingSafeEqual } from 'node:crypto';
+
+const BASE62 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
+const SECRET_ID_PATTERN = /^AKID[A-Za-z0-9]{32}$/;
+const SECRET_KEY_PATTERN = /^[A-Za-z0-9_-]{43,128}$/;
+
+export interface IssuedCredential {
+  secretId: string;
+  secretKey: string;
+  /** The ready-made bearer token `<secretId>.<secretKey>`. */
+  token: string;
+}
+
+export function generateSecretId(): string {
+  let id = 'AKID';
+  for (let i = 0; i < 32; i++) id += BASE62[randomInt(BASE62.length)];
+  return id;
+}
+
+/** 32 random bytes (256 bits) as 43 base64url characters. */
+export function generateSecretKey(): string {
+  return randomBytes(32).toString('base64url');
+}
+
+export function issueCredential(): IssuedCredential {
+  const secretId = generateSecretId();
+  const secretKey = generateSecretKey();
+  return { secretId, secretKey, token: `${secretId}.${secretKey}` };
+}
+
+export function hashSecretKey(secretKey: string): Buffer {
+  return createHash('sha256').update(secretKey, 'utf8').digest();
+}
+
+/** Compares by hash, in constant time: the stored hash never meets the plain key byte by byte. */
+export function secretKeyMatches(storedHash: Buffer, presentedKey: string): boolean {
+  const presentedHash = hashSecretKey(presentedKey);
+  return storedHash.length === presentedHash.length && timingSafeEqual(storedHash, presentedHash);
+}
+
+/** Splits `<secretId>.<secretKey>`; undefined when the token does not have that shape. */
+export function parseToken(token: string): { secretId: string; secretKey: string } | undefined {
+  const dot = token.indexOf('.');
+  if (dot < 0) return undefined;
+  const secretId = token.slice(0, dot);
+  const secretKey = token.slice(dot + 1);
+  if (!SECRET_ID_PATTERN.test(secretId) || !SECRET_KEY_PATTERN.test(secretKey)) return undefined;
+  return { secretId, secretKey };
+}

@@ -1,0 +1,42 @@
+// The session as the API shows it, shared by the sessions and events modules.
+import { z } from 'zod';
+import type { SessionRow } from '../../db/schema.js';
+import { JsonObject, Timestamp } from '../../http/schemas.js';
+
+export const Session = z
+  .object({
+    spaceId: z.string(),
+    userId: z.string(),
+    sessionId: z.string(),
+    title: z.string(),
+    metadata: z.record(z.string(), z.string()),
+    state: JsonObject.describe('The merged state: session keys plus the user:* and app:* keys.'),
+    memo: z.json().nullable(),
+    windowStartSeq: z.number().int(),
+    eventCount: z.number().int(),
+    revision: z.number().int().describe('Incremented by every change; the ETag is "<revision>".'),
+    createTime: Timestamp,
+    updateTime: Timestamp,
+    expireTime: Timestamp.nullable(),
+  })
+  .meta({ id: 'Session' });
+
+export type SessionView = z.infer<typeof Session>;
+
+export function toSessionView(row: SessionRow): SessionView {
+  return {
+    spaceId: row.space_id,
+    userId: row.user_id,
+    sessionId: row.session_id,
+    title: row.title,
+    metadata: row.metadata,
+    state: row.state,
+    memo: row.memo,
+    windowStartSeq: row.window_start_seq,
+    eventCount: row.event_count,
+    revision: row.revision,
+    createTime: row.create_time.toISOString(),
+    updateTime: row.update_time.toISOString(),
+    expireTime: row.expire_time ? row.expire_time.toISOString() : null,
+  };
+}

@@ -1,0 +1,3 @@
+import type { AppDeps, ZodApp } from '../../http/zod-app.js';
+
+export async function spacesRoutes(_app: ZodApp, _deps: AppDeps): Promise<void> {}

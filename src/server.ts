@@ -1,0 +1,51 @@
+// Entry point: configuration, database, migrations, then serve until a signal asks to stop.
+import closeWithGrace from 'close-with-grace';
+import pino from 'pino';
+import { buildApp } from './app.js';
+import { ConfigError, loadConfig } from './config.js';
+import { openDatabase } from './db/connect.js';
+import { migrateToLatest } from './db/migrate.js';
+import { ensureEmbeddedAccount } from './modules/accounts/accounts.service.js';
+
+async function main(): Promise<void> {
+  const config = loadConfig(process.env);
+  const logger = pino({ level: config.logLevel, redact: ['req.headers.authorization', 'headers.authorization'] });
+
+  const database = await openDatabase(config.database);
+  const applied = await migrateToLatest(database.db);
+  logger.info({ backend: database.kind, applied }, 'database ready');
+
+  // The embedded mode (and any setup that pins ROOT_API_KEY) gets a ready `default` account.
+  if (database.kind === 'pglite' || config.rootApiKey) {
+    const created = await ensureEmbeddedAccount(database.db, config.rootApiKey);
+    if (created && !config.rootApiKey) printRootCredentialOnce(created.rootCredential.token, created.defaultSpaceId);
+  }
+
+  const app = await buildApp({ db: database.db, limits: config.limits, logger });
+  closeWithGrace({ delay: 10_000, logger }, async ({ signal, err }) => {
+    if (err) logger.error({ err }, 'shutting down after an error');
+    else logger.info({ signal }, 'shutting down');
+    await app.close(); // stops accepting, lets in-flight requests finish
+    await database.close();
+  });
+  await app.listen({ port: config.port, host: config.host });
+}
+
+// Written to the terminal, never to the log stream: the secret must not reach log storage.
+function printRootCredentialOnce(token: string, defaultSpaceId: string): void {
+  process.stdout.write(
+    [
+      '',
+      'Created the "default" account. Its root credential is shown this once:',
+      `  export TOKEN=${token}`,
+      `Default space: ${defaultSpaceId}`,
+      '',
+    ].join('\n') + '\n',
+  );
+}
+
+main().catch((error: unknown) => {
+  if (error instanceof ConfigError) console.error(error.message);
+  else console.error('failed to start:', error);
+  process.exit(1);
+});

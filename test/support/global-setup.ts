@@ -1,0 +1,57 @@
+// Chooses the database the suite runs on, once per run:
+//   TEST_DB=pglite          → embedded PGlite, one in-memory instance per test file;
+//   TEST_DATABASE_URL=…     → that PostgreSQL server;
+//   a Docker engine         → a throwaway PostgreSQL container (testcontainers);
+//   otherwise               → PGlite, so `npm test` passes on any fresh machine.
+// On PostgreSQL a template database is migrated once and each test file clones it.
+import { existsSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import type { TestProject } from 'vitest/node';
+import { openDatabase } from '../../src/db/connect.js';
+import { migrateToLatest } from '../../src/db/migrate.js';
+import { type TestBackend, withDatabase } from './backend.js';
+
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  const { backend, stop } = await chooseBackend();
+  project.provide('testBackend', backend);
+  console.log(`[tests] database backend: ${backend.kind === 'postgres' ? `PostgreSQL (${backend.source})` : 'PGlite'}`);
+  return async () => {
+    if (backend.kind === 'postgres') {
+      const admin = new pg.Client({ connectionString: backend.adminUrl });
+      await admin.connect();
+      await admin.query(`DROP DATABASE IF EXISTS "${backend.template}" WITH (FORCE)`);
+      await admin.end();
+    }
+    await stop?.();
+  };
+}
+
+async function chooseBackend(): Promise<{ backend: TestBackend; stop?: () => Promise<void> }> {
+  if (process.env.TEST_DB === 'pglite') return { backend: { kind: 'pglite' } };
+  if (process.env.TEST_DATABASE_URL) {
+    return { backend: await prepareTemplate(process.env.TEST_DATABASE_URL, 'TEST_DATABASE_URL') };
+  }
+  if (process.env.DOCKER_HOST || existsSync('/var/run/docker.sock')) {
+    try {
+      const { PostgreSqlContainer } = await import('@testcontainers/postgresql');
+      const container = await new PostgreSqlContainer('postgres:16-alpine').start();
+      return { backend: await prepareTemplate(container.getConnectionUri(), 'testcontainers'), stop: async () => void (await container.stop()) };
+    } catch (error) {
+      console.warn(`[tests] Docker is not usable (${(error as Error).message}); falling back to PGlite`);
+    }
+  }
+  return { backend: { kind: 'pglite' } };
+}
+
+async function prepareTemplate(adminUrl: string, source: string): Promise<TestBackend> {
+  const template = `ass_template_${randomBytes(4).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE "${template}"`);
+  await admin.end();
+  const handle = await openDatabase({ kind: 'postgres', url: withDatabase(adminUrl, template), poolMax: 1, statementTimeoutMs: 60_000, connectTimeoutMs: 10_000 });
+  await migrateToLatest(handle.db);
+  await handle.close();
+  return { kind: 'postgres', adminUrl, template, source };
+}
