@@ -5,13 +5,21 @@ import type { Database } from '../../db/connect.js';
 import type { DB, SpaceRow } from '../../db/schema.js';
 import { AppError } from '../../errors.js';
 
-export async function findSpaceOrThrow(db: Database | Transaction<DB>, accountId: string, spaceId: string): Promise<SpaceRow> {
-  const space = await db
-    .selectFrom('session_spaces')
-    .selectAll()
-    .where('account_id', '=', accountId)
-    .where('space_id', '=', spaceId)
-    .executeTakeFirst();
+/**
+ * `lock: 'share'` (inside a transaction) keeps the space from being deleted until the transaction
+ * ends: creating a session takes it, deleting a space takes the row FOR UPDATE, so the two cannot
+ * interleave into a session in a deleted space.
+ */
+export async function findSpaceOrThrow(
+  db: Database | Transaction<DB>,
+  accountId: string,
+  spaceId: string,
+  lock?: 'share' | 'update',
+): Promise<SpaceRow> {
+  let query = db.selectFrom('session_spaces').selectAll().where('account_id', '=', accountId).where('space_id', '=', spaceId);
+  if (lock === 'share') query = query.forShare();
+  if (lock === 'update') query = query.forUpdate();
+  const space = await query.executeTakeFirst();
   if (!space) throw new AppError('ResourceNotFound.SessionSpace', `Session space ${spaceId} was not found.`);
   return space;
 }
