@@ -33,9 +33,14 @@ export async function buildApp({ db, limits, logger = false }: BuildAppOptions):
     },
     // Our own onResponse hook writes the one line per request (with the principal).
     logController: new LogController({ requestIdLogLabel: 'requestId', disableRequestLogging: true }),
-    routerOptions: { ignoreTrailingSlash: true },
+    // Identifiers in paths may be 128 characters (the default limit of 100 answers 414); longer
+    // ones still reach validation and get a 400 naming the field.
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 1024 },
   }).withTypeProvider() as unknown as ZodApp;
 
+  // JSON everywhere (SPEC §3): without Fastify's built-in text/plain parser a non-JSON body is a
+  // 415 UnsupportedMediaType instead of a string that fails validation as a 400.
+  app.removeContentTypeParser('text/plain');
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   registerErrorHandling(app);

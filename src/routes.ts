@@ -3,9 +3,11 @@ import type { AppDeps, ZodApp } from './http/zod-app.js';
 import { eventsRoutes } from './modules/events/events.routes.js';
 import { sessionsRoutes } from './modules/sessions/sessions.routes.js';
 import { spacesRoutes } from './modules/spaces/spaces.routes.js';
+import { usersRoutes } from './modules/users/users.routes.js';
 
 export async function v1Routes(app: ZodApp, deps: AppDeps): Promise<void> {
   await spacesRoutes(app, deps);
+  await usersRoutes(app, deps);
   await sessionsRoutes(app, deps);
   await eventsRoutes(app, deps);
 }

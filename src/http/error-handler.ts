@@ -8,7 +8,7 @@ const RETRY_AFTER_SECONDS = '2';
 
 export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error, request, reply) => {
-    const appError = toAppError(error as FastifyError);
+    const appError = toAppError(error as FastifyError, request.routeOptions.bodyLimit);
     if (appError.status >= 500) request.log.error({ err: error, code: appError.code }, 'request failed');
     return sendError(request, reply, appError);
   });
@@ -24,7 +24,7 @@ function sendError(request: FastifyRequest, reply: FastifyReply, error: AppError
   });
 }
 
-function toAppError(error: FastifyError): AppError {
+function toAppError(error: FastifyError, bodyLimit: number | undefined): AppError {
   if (error instanceof AppError) return error;
   if (hasZodFastifySchemaValidationErrors(error)) return fromValidation(error.validationContext ?? 'body', error.validation);
   if (isResponseSerializationError(error)) return new AppError('InternalError', 'The server failed to produce a valid response.');
@@ -33,7 +33,8 @@ function toAppError(error: FastifyError): AppError {
   }
   switch (error.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return new AppError('LimitExceeded.RequestSize', `The request body is larger than the limit of ${error.message.match(/\d+/)?.[0] ?? 'the'} bytes.`);
+      // Fastify's message carries no number; the route's resolved limit does.
+      return new AppError('LimitExceeded.RequestSize', `The request body is larger than the limit${bodyLimit ? ` of ${bodyLimit} bytes` : ''}.`);
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return new AppError('UnsupportedMediaType', 'The request body must be JSON: send Content-Type: application/json.');
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':

@@ -1,3 +1,100 @@
+import { errorResponses } from '../../http/schemas.js';
+import { etagOf, parseIfMatch } from '../../http/preconditions.js';
 import type { AppDeps, ZodApp } from '../../http/zod-app.js';
+import { Event } from './event.model.js';
+import {
+  AppendEventsResponse,
+  EventPath,
+  IfMatchHeaders,
+  ListEventsQuery,
+  ListEventsResponse,
+  SessionPath,
+  appendEventsBody,
+  appendEventsValidatorCompiler,
+} from './events.schemas.js';
+import { appendEvents, getSessionEvent, listSessionEvents } from './events.service.js';
 
-export async function eventsRoutes(_app: ZodApp, _deps: AppDeps): Promise<void> {}
+const EVENTS = '/spaces/:spaceId/users/:userId/sessions/:sessionId/events';
+
+export async function eventsRoutes(app: ZodApp, { db, limits }: AppDeps): Promise<void> {
+  app.post(
+    EVENTS,
+    {
+      config: { action: 'session:AppendEvent' },
+      // Picks the single or batch shape by the `events` key, so errors name the real field.
+      validatorCompiler: appendEventsValidatorCompiler(limits.batchEvents),
+      schema: {
+        tags: ['events'],
+        summary: 'Append one event or an atomic batch',
+        description:
+          'Assigns gap-free `seq` numbers, applies each `stateDelta` in order and bumps the session\'s eventCount, revision and ' +
+          'updateTime, all in one transaction. An `eventId` already stored with the same payload is a replay: the stored event is ' +
+          'returned and its delta is not applied again (200 when every event is a replay); with another payload it is a 409. ' +
+          '`If-Match` is checked only when something would be written, so retrying a request whose response was lost is safe.',
+        params: SessionPath,
+        headers: IfMatchHeaders,
+        body: appendEventsBody(limits.batchEvents),
+        response: {
+          200: AppendEventsResponse.describe('Every event was a replay; nothing changed.'),
+          201: AppendEventsResponse.describe('Appended.'),
+          ...errorResponses(
+            'InvalidParameter.StateDelta',
+            'ResourceNotFound.SessionSpace',
+            'ResourceNotFound.Session',
+            'InvalidParameter.EventIdDuplicate',
+            'FailedOperation.PreconditionFailed',
+            'LimitExceeded.RequestSize',
+            'LimitExceeded.Event',
+            'LimitExceeded.State',
+            'UnsupportedMediaType',
+          ),
+        },
+      },
+    },
+    async (request, reply) => {
+      const key = { accountId: request.principal.accountId, ...request.params };
+      const result = await appendEvents(db, limits, key, request.body, parseIfMatch(request.headers['if-match']));
+      reply.header('etag', etagOf(result.session.revision));
+      return reply.status(result.replayOnly ? 200 : 201).send({ events: result.events, session: result.session });
+    },
+  );
+
+  app.get(
+    EVENTS,
+    {
+      config: { action: 'session:DescribeEvents' },
+      schema: {
+        tags: ['events'],
+        summary: 'List a session\'s events',
+        description: 'Ordered by seq (keyset paging). Filters combine with AND; time filters apply to the event timestamp.',
+        params: SessionPath,
+        querystring: ListEventsQuery,
+        response: {
+          200: ListEventsResponse,
+          ...errorResponses('InvalidParameter.PageToken', 'ResourceNotFound.SessionSpace', 'ResourceNotFound.Session'),
+        },
+      },
+    },
+    async (request) => listSessionEvents(db, { accountId: request.principal.accountId, ...request.params }, request.query),
+  );
+
+  app.get(
+    `${EVENTS}/:eventId`,
+    {
+      config: { action: 'session:DescribeEvents' },
+      schema: {
+        tags: ['events'],
+        summary: 'Describe one event',
+        params: EventPath,
+        response: {
+          200: Event,
+          ...errorResponses('ResourceNotFound.SessionSpace', 'ResourceNotFound.Session', 'ResourceNotFound.Event'),
+        },
+      },
+    },
+    async (request) => {
+      const { eventId, ...session } = request.params;
+      return getSessionEvent(db, { accountId: request.principal.accountId, ...session }, eventId);
+    },
+  );
+}

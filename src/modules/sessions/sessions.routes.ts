@@ -1,3 +1,149 @@
+// Sessions of a space's business users: idempotent create, describe, modify, delete, and lists.
+import { z } from 'zod';
+import { invalidParameter } from '../../errors.js';
+import { errorResponses } from '../../http/schemas.js';
+import { etagOf, parseIfMatch } from '../../http/preconditions.js';
 import type { AppDeps, ZodApp } from '../../http/zod-app.js';
+import { Session } from './session.model.js';
+import { CreateHeaders, IfMatchHeaders, SessionList, SessionParams, SpaceParams, UserParams, sessionSchemas } from './sessions.schemas.js';
+import { createSession, deleteSession, describeSession, listSessions, modifySession } from './sessions.service.js';
 
-export async function sessionsRoutes(_app: ZodApp, _deps: AppDeps): Promise<void> {}
+const USER_SESSIONS = '/spaces/:spaceId/users/:userId/sessions';
+const ONE_SESSION = `${USER_SESSIONS}/:sessionId`;
+
+export async function sessionsRoutes(app: ZodApp, { db, limits }: AppDeps): Promise<void> {
+  const schemas = sessionSchemas(limits);
+
+  app.post(
+    USER_SESSIONS,
+    {
+      config: { action: 'session:CreateSession' },
+      // A POST without any body creates a session with every default (a generated id).
+      preValidation: async (request) => {
+        if (request.body === undefined || request.body === null) request.body = {};
+      },
+      schema: {
+        tags: ['sessions'],
+        summary: 'Create a session (idempotent)',
+        description:
+          'A new sessionId answers 201. An existing one answers 200 with the session unchanged (the request fields are ignored), ' +
+          'or 412 with `If-None-Match: *`. An expired session with that id is replaced. Without a sessionId one is generated. ' +
+          'Without expireTime or ttlSeconds the space\'s defaultTtlSeconds applies, if it has one.',
+        params: UserParams,
+        headers: CreateHeaders,
+        body: schemas.CreateSessionBody,
+        response: {
+          201: Session.describe('Created.'),
+          200: Session.describe('The session already existed; it is answered unchanged.'),
+          ...errorResponses('InvalidParameter.Metadata', 'ResourceNotFound.SessionSpace', 'FailedOperation.PreconditionFailed', 'LimitExceeded.State', 'LimitExceeded.RequestSize', 'UnsupportedMediaType'),
+        },
+      },
+    },
+    async (request, reply) => {
+      const ifNoneMatch = request.headers['if-none-match'];
+      if (ifNoneMatch !== undefined && ifNoneMatch.trim() !== '*') throw invalidParameter('If-None-Match', 'only * is supported here');
+      const { spaceId, userId } = request.params;
+      const { session, created } = await createSession(db, limits, { accountId: request.principal.accountId, spaceId, userId }, request.body, ifNoneMatch !== undefined);
+      return reply.status(created ? 201 : 200).header('etag', etagOf(session.revision)).send(session);
+    },
+  );
+
+  app.get(
+    USER_SESSIONS,
+    {
+      config: { action: 'session:DescribeSessions' },
+      schema: {
+        tags: ['sessions'],
+        summary: "List one user's sessions",
+        description: 'Newest update first by default. Expired sessions are never listed.',
+        params: UserParams,
+        querystring: schemas.ListUserSessionsQuery,
+        response: { 200: SessionList, ...errorResponses('InvalidParameter.PageToken', 'ResourceNotFound.SessionSpace') },
+      },
+    },
+    async (request) => {
+      const { spaceId, userId } = request.params;
+      return listSessions(db, limits, { accountId: request.principal.accountId, spaceId, userId }, request.query);
+    },
+  );
+
+  app.get(
+    '/spaces/:spaceId/sessions',
+    {
+      config: { action: 'session:DescribeSessions' },
+      schema: {
+        tags: ['sessions'],
+        summary: "List a space's sessions (admin view)",
+        description: 'All users\' sessions, optionally only some users or session ids. Expired sessions are never listed.',
+        params: SpaceParams,
+        querystring: schemas.ListSpaceSessionsQuery,
+        response: { 200: SessionList, ...errorResponses('InvalidParameter.PageToken', 'ResourceNotFound.SessionSpace') },
+      },
+    },
+    async (request) => listSessions(db, limits, { accountId: request.principal.accountId, spaceId: request.params.spaceId }, request.query),
+  );
+
+  app.get(
+    ONE_SESSION,
+    {
+      config: { action: 'session:DescribeSessions' },
+      schema: {
+        tags: ['sessions'],
+        summary: 'Describe a session',
+        description: 'The `ETag` header carries the revision, for `If-Match` on later changes.',
+        params: SessionParams,
+        response: { 200: Session, ...errorResponses('ResourceNotFound.SessionSpace', 'ResourceNotFound.Session') },
+      },
+    },
+    async (request, reply) => {
+      const session = await describeSession(db, { accountId: request.principal.accountId, ...request.params });
+      return reply.header('etag', etagOf(session.revision)).send(session);
+    },
+  );
+
+  app.patch(
+    ONE_SESSION,
+    {
+      config: { action: 'session:ModifySession' },
+      schema: {
+        tags: ['sessions'],
+        summary: 'Change title, metadata, memo or expiry',
+        description: 'Metadata is a merge patch (null removes a key). Every change increments the revision.',
+        params: SessionParams,
+        headers: IfMatchHeaders,
+        body: schemas.ModifySessionBody,
+        response: {
+          200: Session,
+          ...errorResponses('InvalidParameter.Metadata', 'ResourceNotFound.SessionSpace', 'ResourceNotFound.Session', 'FailedOperation.PreconditionFailed', 'LimitExceeded.RequestSize', 'UnsupportedMediaType'),
+        },
+      },
+    },
+    async (request, reply) => {
+      const ifMatch = parseIfMatch(request.headers['if-match']);
+      const session = await modifySession(db, { accountId: request.principal.accountId, ...request.params }, request.body, ifMatch);
+      return reply.header('etag', etagOf(session.revision)).send(session);
+    },
+  );
+
+  app.delete(
+    ONE_SESSION,
+    {
+      config: { action: 'session:DeleteSession' },
+      schema: {
+        tags: ['sessions'],
+        summary: 'Delete a session and its events',
+        params: SessionParams,
+        headers: IfMatchHeaders,
+        response: {
+          204: z.null().describe('Deleted.'),
+          ...errorResponses('ResourceNotFound.SessionSpace', 'ResourceNotFound.Session', 'FailedOperation.PreconditionFailed'),
+        },
+      },
+    },
+    async (request, reply) => {
+      const ifMatch = parseIfMatch(request.headers['if-match']);
+      await deleteSession(db, { accountId: request.principal.accountId, ...request.params }, ifMatch);
+      return reply.status(204).send(null);
+    },
+  );
+}

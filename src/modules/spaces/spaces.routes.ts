@@ -1,3 +1,98 @@
+// /v1/spaces: create, list, describe, modify and delete session spaces.
+import { z } from 'zod';
+import { errorResponses } from '../../http/schemas.js';
 import type { AppDeps, ZodApp } from '../../http/zod-app.js';
+import { CreateSpaceBody, ListSpacesQuery, ListSpacesResponse, ModifySpaceBody, SessionSpace, SpacePath } from './spaces.schemas.js';
+import { createSpace, deleteSpace, describeSpace, listSpacesPage, modifySpace } from './spaces.service.js';
 
-export async function spacesRoutes(_app: ZodApp, _deps: AppDeps): Promise<void> {}
+export async function spacesRoutes(app: ZodApp, { db }: AppDeps): Promise<void> {
+  app.post(
+    '/spaces',
+    {
+      config: { action: 'session:CreateSessionSpace' },
+      schema: {
+        tags: ['spaces'],
+        summary: 'Create a session space',
+        body: CreateSpaceBody,
+        response: { 201: SessionSpace, ...errorResponses('UnauthorizedOperation', 'LimitExceeded.RequestSize', 'UnsupportedMediaType') },
+      },
+    },
+    async (request, reply) => {
+      const space = await createSpace(db, request.principal.accountId, request.body);
+      return reply.code(201).send(space);
+    },
+  );
+
+  app.get(
+    '/spaces',
+    {
+      config: { action: 'session:DescribeSessionSpaces' },
+      schema: {
+        tags: ['spaces'],
+        summary: 'List session spaces',
+        description: 'Oldest first (by createTime, then spaceId), with keyset paging.',
+        querystring: ListSpacesQuery,
+        response: { 200: ListSpacesResponse, ...errorResponses('InvalidParameter.PageToken', 'UnauthorizedOperation') },
+      },
+    },
+    async (request) => listSpacesPage(db, request.principal.accountId, request.query),
+  );
+
+  app.get(
+    '/spaces/:spaceId',
+    {
+      config: { action: 'session:DescribeSessionSpaces' },
+      schema: {
+        tags: ['spaces'],
+        summary: 'Describe a session space',
+        params: SpacePath,
+        response: { 200: SessionSpace, ...errorResponses('UnauthorizedOperation', 'ResourceNotFound.SessionSpace') },
+      },
+    },
+    async (request) => describeSpace(db, request.principal.accountId, request.params.spaceId),
+  );
+
+  app.patch(
+    '/spaces/:spaceId',
+    {
+      config: { action: 'session:ModifySessionSpace' },
+      schema: {
+        tags: ['spaces'],
+        summary: 'Rename a session space or change its description or default TTL',
+        params: SpacePath,
+        body: ModifySpaceBody,
+        response: {
+          200: SessionSpace,
+          ...errorResponses('UnauthorizedOperation', 'ResourceNotFound.SessionSpace', 'LimitExceeded.RequestSize', 'UnsupportedMediaType'),
+        },
+      },
+    },
+    async (request) => modifySpace(db, request.principal.accountId, request.params.spaceId, request.body),
+  );
+
+  app.delete(
+    '/spaces/:spaceId',
+    {
+      config: { action: 'session:DeleteSessionSpace' },
+      schema: {
+        tags: ['spaces'],
+        summary: 'Delete an empty session space',
+        description: 'Refused (409) while the space holds sessions or user or space state, and always for the default space.',
+        params: SpacePath,
+        response: {
+          204: z.null().describe('Deleted.'),
+          ...errorResponses(
+            'UnauthorizedOperation',
+            'ResourceNotFound.SessionSpace',
+            'ResourceInUse.SessionSpaceNotEmpty',
+            'OperationDenied.DefaultSessionSpaceProtected',
+          ),
+        },
+      },
+    },
+    async (request, reply) => {
+      await deleteSpace(db, request.principal.accountId, request.params.spaceId);
+      return reply.code(204).send(null);
+    },
+  );
+}

@@ -1,0 +1,35 @@
+# syntax=docker/dockerfile:1
+
+# Build stage: all dependencies, TypeScript compiled to dist/.
+FROM node:20-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+RUN npm run build
+
+# Runtime stage: production dependencies, the compiled code and the SQL migrations only.
+FROM node:20-bookworm-slim AS runtime
+ENV NODE_ENV=production \
+    HOST=0.0.0.0 \
+    PORT=8080 \
+    DATA_DIR=/app/data
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+# dist/ and migrations/ must be siblings: dist/db/migrate.js reads ../../migrations.
+COPY --from=build /app/dist ./dist
+COPY migrations ./migrations
+# Without DATABASE_URL the service keeps an embedded PGlite database here; mount a volume to keep it.
+RUN mkdir -p /app/data && chown node:node /app/data
+VOLUME ["/app/data"]
+
+USER node
+EXPOSE 8080
+# No curl in the slim image: Node's own fetch checks liveness.
+HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||8080)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+# Migrations first (under an advisory lock, so replicas may start together), then serve. `exec`
+# makes the server PID 1's direct replacement so it receives SIGTERM and shuts down gracefully.
+CMD ["sh", "-c", "node dist/cli/migrate.js && exec node dist/server.js"]

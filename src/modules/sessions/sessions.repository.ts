@@ -1,0 +1,198 @@
+// Queries on sessions and the per-user session counter. Every query is scoped by account and space.
+import { type Expression, type ExpressionBuilder, type SqlBool, type Transaction, sql } from 'kysely';
+import type { Database } from '../../db/connect.js';
+import type { DB, SessionRow } from '../../db/schema.js';
+
+type Executor = Database | Transaction<DB>;
+
+export interface UserKey {
+  accountId: string;
+  spaceId: string;
+  userId: string;
+}
+
+export interface SessionKey extends UserKey {
+  sessionId: string;
+}
+
+/** How a write sets expire_time: a fixed time, seconds from the database's now, or none. */
+export type ExpirySetting = { at: Date } | { ttlSeconds: number } | null;
+
+const nowMs = sql<Date>`date_trunc('milliseconds', now())`;
+
+function expiryValue(expiry: ExpirySetting) {
+  if (expiry === null) return null;
+  if ('at' in expiry) return expiry.at;
+  return sql<Date>`date_trunc('milliseconds', now()) + make_interval(secs => ${expiry.ttlSeconds})`;
+}
+
+const isLive = (eb: ExpressionBuilder<DB, 'sessions'>) => eb.or([eb('expire_time', 'is', null), eb('expire_time', '>', sql<Date>`now()`)]);
+
+const byKey = (eb: ExpressionBuilder<DB, 'sessions'>, key: SessionKey) =>
+  eb.and([eb('account_id', '=', key.accountId), eb('space_id', '=', key.spaceId), eb('user_id', '=', key.userId), eb('session_id', '=', key.sessionId)]);
+
+/** Makes the business user exist in the space (it does once it has a session). */
+export async function ensureSpaceUser(trx: Transaction<DB>, key: UserKey): Promise<void> {
+  await trx
+    .insertInto('space_users')
+    .values({ account_id: key.accountId, space_id: key.spaceId, user_id: key.userId })
+    .onConflict((oc) => oc.columns(['account_id', 'space_id', 'user_id']).doNothing())
+    .execute();
+}
+
+export async function adjustSessionCount(trx: Transaction<DB>, key: UserKey, delta: number): Promise<void> {
+  await trx
+    .updateTable('space_users')
+    .set((eb) => ({ session_count: eb('session_count', '+', delta) }))
+    .where('account_id', '=', key.accountId)
+    .where('space_id', '=', key.spaceId)
+    .where('user_id', '=', key.userId)
+    .execute();
+}
+
+export interface NewSession {
+  title: string;
+  metadata: Record<string, string>;
+  state: Record<string, unknown>;
+  expiry: ExpirySetting;
+}
+
+/**
+ * Inserts the session unless the key is taken. A concurrent insert of the same key makes this wait
+ * for the other transaction and then do nothing, so exactly one caller creates the row.
+ */
+export async function insertSessionIfAbsent(trx: Transaction<DB>, key: SessionKey, fields: NewSession): Promise<SessionRow | undefined> {
+  return trx
+    .insertInto('sessions')
+    .values({
+      account_id: key.accountId,
+      space_id: key.spaceId,
+      user_id: key.userId,
+      session_id: key.sessionId,
+      title: fields.title,
+      metadata: JSON.stringify(fields.metadata),
+      state: JSON.stringify(fields.state),
+      expire_time: expiryValue(fields.expiry),
+    })
+    .onConflict((oc) => oc.columns(['account_id', 'space_id', 'user_id', 'session_id']).doNothing())
+    .returningAll()
+    .executeTakeFirst();
+}
+
+export type LockedSession = SessionRow & { expired: boolean };
+
+/** The session row locked for update, expired or not (the caller decides what expiry means). */
+export async function lockSession(trx: Transaction<DB>, key: SessionKey): Promise<LockedSession | undefined> {
+  return trx
+    .selectFrom('sessions')
+    .selectAll()
+    .select(sql<boolean>`coalesce(expire_time <= now(), false)`.as('expired'))
+    .where((eb) => byKey(eb, key))
+    .forUpdate()
+    .executeTakeFirst();
+}
+
+/** The session unless it is missing or expired. */
+export async function findLiveSession(db: Executor, key: SessionKey): Promise<SessionRow | undefined> {
+  return db
+    .selectFrom('sessions')
+    .selectAll()
+    .where((eb) => eb.and([byKey(eb, key), isLive(eb)]))
+    .executeTakeFirst();
+}
+
+/** Deletes the session; its events go with it (ON DELETE CASCADE). */
+export async function deleteSessionRow(trx: Transaction<DB>, key: SessionKey): Promise<void> {
+  await trx.deleteFrom('sessions').where((eb) => byKey(eb, key)).execute();
+}
+
+export interface SessionChanges {
+  title?: string;
+  metadata?: Record<string, string>;
+  memo?: string | null; // serialized JSON
+  expiry?: ExpirySetting;
+}
+
+/** Applies the changes, bumps the revision and the update time; answers the new row. */
+export async function updateSessionRow(trx: Transaction<DB>, key: SessionKey, changes: SessionChanges): Promise<SessionRow> {
+  return trx
+    .updateTable('sessions')
+    .set((eb) => ({
+      ...(changes.title !== undefined ? { title: changes.title } : {}),
+      ...(changes.metadata !== undefined ? { metadata: JSON.stringify(changes.metadata) } : {}),
+      ...(changes.memo !== undefined ? { memo: changes.memo } : {}),
+      ...(changes.expiry !== undefined ? { expire_time: expiryValue(changes.expiry) } : {}),
+      revision: eb('revision', '+', 1),
+      update_time: nowMs,
+    }))
+    .where((eb) => byKey(eb, key))
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+export interface SessionFilter {
+  accountId: string;
+  spaceId: string;
+  userIds?: string[];
+  sessionIds?: string[];
+  title?: string;
+  titleLike?: string;
+  /** key → accepted values: any value of one key, every key. */
+  metadata?: Map<string, string[]>;
+  updatedAfter?: Date;
+  updatedBefore?: Date;
+}
+
+export interface SessionPageRequest {
+  filter: SessionFilter;
+  orderBy: 'update_time' | 'create_time';
+  direction: 'asc' | 'desc';
+  /** One user's list pages by (time, session_id); a space's by (time, user_id, session_id). */
+  scope: 'user' | 'space';
+  after?: { time: string; userId: string; sessionId: string };
+  limit: number;
+}
+
+const escapeLike = (text: string): string => text.replace(/[\\%_]/g, (char) => `\\${char}`);
+
+function filterExpression(eb: ExpressionBuilder<DB, 'sessions'>, filter: SessionFilter): Expression<SqlBool> {
+  const conditions: Expression<SqlBool>[] = [eb('account_id', '=', filter.accountId), eb('space_id', '=', filter.spaceId), isLive(eb)];
+  if (filter.userIds?.length) conditions.push(eb('user_id', 'in', filter.userIds));
+  if (filter.sessionIds?.length) conditions.push(eb('session_id', 'in', filter.sessionIds));
+  if (filter.title !== undefined) conditions.push(eb('title', '=', filter.title));
+  // Backslash is LIKE's default escape character.
+  if (filter.titleLike !== undefined) conditions.push(eb('title', 'like', `%${escapeLike(filter.titleLike)}%`));
+  // Containment (@>) is what the jsonb_path_ops GIN index serves.
+  for (const [key, values] of filter.metadata ?? []) {
+    conditions.push(eb.or(values.map((value) => sql<SqlBool>`metadata @> ${JSON.stringify({ [key]: value })}::jsonb`)));
+  }
+  if (filter.updatedAfter) conditions.push(eb('update_time', '>', filter.updatedAfter));
+  if (filter.updatedBefore) conditions.push(eb('update_time', '<', filter.updatedBefore));
+  return eb.and(conditions);
+}
+
+/** One page in keyset order, matching the sessions_{user,space}_by_{update,create} indexes. */
+export async function listSessionRows(db: Executor, page: SessionPageRequest): Promise<SessionRow[]> {
+  const columns = page.scope === 'user' ? [page.orderBy, 'session_id'] : [page.orderBy, 'user_id', 'session_id'];
+  let query = db
+    .selectFrom('sessions')
+    .selectAll()
+    .where((eb) => filterExpression(eb, page.filter));
+  if (page.after) {
+    const { time, userId, sessionId } = page.after;
+    const values = page.scope === 'user' ? [sql`${time}::timestamptz`, sql`${sessionId}`] : [sql`${time}::timestamptz`, sql`${userId}`, sql`${sessionId}`];
+    const comparison = page.direction === 'desc' ? sql.raw('<') : sql.raw('>');
+    query = query.where(sql<SqlBool>`(${sql.join(columns.map((column) => sql.ref(column)))}) ${comparison} (${sql.join(values)})`);
+  }
+  for (const column of columns) query = query.orderBy(sql.ref(column), page.direction);
+  return query.limit(page.limit).execute();
+}
+
+export async function countSessions(db: Executor, filter: SessionFilter): Promise<number> {
+  const row = await db
+    .selectFrom('sessions')
+    .select((eb) => eb.fn.countAll<number>().as('count'))
+    .where((eb) => filterExpression(eb, filter))
+    .executeTakeFirstOrThrow();
+  return Number(row.count);
+}

@@ -1,0 +1,252 @@
+// Session rules: idempotent create, describe, modify with preconditions, delete, and the lists.
+// Each write runs in one transaction; expired sessions behave as absent everywhere.
+import type { Limits } from '../../config.js';
+import type { Database } from '../../db/connect.js';
+import type { SessionRow } from '../../db/schema.js';
+import { AppError, invalidParameter } from '../../errors.js';
+import { decodePageToken, encodePageToken } from '../../http/page-token.js';
+import { assertIfMatch, etagOf } from '../../http/preconditions.js';
+import { newSessionId } from '../../lib/ids.js';
+import { findSpaceOrThrow } from '../spaces/space-lookup.js';
+import { applyMergePatch } from '../state/merge-patch.js';
+import { type Metadata, metadataIssues } from './metadata-rules.js';
+import { type SessionView, toSessionView } from './session.model.js';
+import type { CreateSessionInput, ListSessionsQuery, ModifySessionInput } from './sessions.schemas.js';
+import {
+  type ExpirySetting,
+  type SessionFilter,
+  type SessionKey,
+  type UserKey,
+  adjustSessionCount,
+  countSessions,
+  deleteSessionRow,
+  ensureSpaceUser,
+  findLiveSession,
+  insertSessionIfAbsent,
+  listSessionRows,
+  lockSession,
+  updateSessionRow,
+} from './sessions.repository.js';
+
+export const MEMO_MAX_BYTES = 64 * 1024;
+
+type IfMatch = number[] | '*' | undefined;
+
+export interface CreatedSession {
+  session: SessionView;
+  created: boolean;
+}
+
+/**
+ * Creates the session, or answers the existing one unchanged (SPEC 4.1). An expired session with
+ * the same id counts as absent: it is replaced. `ifNoneMatch` turns "exists" into 412.
+ */
+export async function createSession(
+  db: Database,
+  limits: Limits,
+  user: UserKey,
+  input: CreateSessionInput,
+  ifNoneMatch: boolean,
+): Promise<CreatedSession> {
+  const metadata = input.metadata ?? {};
+  assertValidMetadata(metadata, {});
+  const state = input.state ?? {};
+  if (Buffer.byteLength(JSON.stringify(state)) > limits.stateBytes) {
+    throw new AppError('LimitExceeded.State', `The initial state is larger than the limit of ${limits.stateBytes} bytes.`);
+  }
+  const requestedExpiry = expiryFrom(input.expireTime, input.ttlSeconds);
+  const key: SessionKey = { ...user, sessionId: input.sessionId ?? newSessionId() };
+
+  return db.transaction().execute(async (trx) => {
+    const space = await findSpaceOrThrow(trx, user.accountId, user.spaceId, 'share');
+    const expiry = requestedExpiry ?? (space.default_ttl_seconds ? { ttlSeconds: space.default_ttl_seconds } : null);
+    const fields = { title: input.title ?? '', metadata, state, expiry };
+    await ensureSpaceUser(trx, user);
+    // Two rounds at most: a concurrent create may replace an expired row between our insert
+    // attempt and our lock, and then the second round finds the new row.
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const inserted = await insertSessionIfAbsent(trx, key, fields);
+      if (inserted) {
+        await adjustSessionCount(trx, user, 1);
+        return { session: toSessionView(inserted), created: true };
+      }
+      const existing = await lockSession(trx, key);
+      if (!existing) continue;
+      if (!existing.expired) {
+        if (ifNoneMatch) throw alreadyExists(existing);
+        const { expired: _expired, ...row } = existing;
+        return { session: toSessionView(row), created: false };
+      }
+      // Replacing an expired session keeps the user's session count as it was.
+      await deleteSessionRow(trx, key);
+      const fresh = await insertSessionIfAbsent(trx, key, fields);
+      if (fresh) return { session: toSessionView(fresh), created: true };
+    }
+    throw new AppError('InternalError', 'The session could not be created; retry.');
+  });
+}
+
+export async function describeSession(db: Database, key: SessionKey): Promise<SessionView> {
+  const row = await findLiveSession(db, key);
+  if (!row) throw await notFound(db, key);
+  return toSessionView(row);
+}
+
+export async function modifySession(db: Database, key: SessionKey, input: ModifySessionInput, ifMatch: IfMatch): Promise<SessionView> {
+  const changed = Object.entries(input).filter(([, value]) => value !== undefined);
+  if (changed.length === 0) throw invalidParameter('body', 'give at least one of title, metadata, memo, expireTime, ttlSeconds');
+  let memo: string | null | undefined;
+  if (input.memo !== undefined) {
+    memo = input.memo === null ? null : JSON.stringify(input.memo);
+    if (memo !== null && Buffer.byteLength(memo) > MEMO_MAX_BYTES) throw invalidParameter('memo', `must be at most ${MEMO_MAX_BYTES} bytes serialized`);
+  }
+  const expiry = expiryFrom(input.expireTime, input.ttlSeconds);
+
+  return db.transaction().execute(async (trx) => {
+    const current = await lockSession(trx, key);
+    if (!current || current.expired) throw await notFound(trx, key);
+    assertIfMatch(ifMatch, current.revision);
+    let metadata: Metadata | undefined;
+    if (input.metadata !== undefined) {
+      metadata = applyMergePatch(current.metadata, input.metadata) as Metadata;
+      assertValidMetadata(metadata, current.metadata);
+    }
+    const row = await updateSessionRow(trx, key, {
+      title: input.title,
+      metadata,
+      memo,
+      ...(expiry !== undefined ? { expiry } : {}),
+    });
+    return toSessionView(row);
+  });
+}
+
+export async function deleteSession(db: Database, key: SessionKey, ifMatch: IfMatch): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    const current = await lockSession(trx, key);
+    if (!current || current.expired) throw await notFound(trx, key);
+    assertIfMatch(ifMatch, current.revision);
+    await deleteSessionRow(trx, key);
+    await adjustSessionCount(trx, key, -1);
+  });
+}
+
+export interface SessionPage {
+  sessions: SessionView[];
+  nextPageToken?: string;
+  totalCount?: number;
+}
+
+/** One user's sessions (`userId` given) or a whole space's (admin view, optional user/session filters). */
+export async function listSessions(
+  db: Database,
+  limits: Limits,
+  scope: { accountId: string; spaceId: string; userId?: string },
+  query: ListSessionsQuery,
+): Promise<SessionPage> {
+  const filter = filterFrom(limits, scope, query);
+  const orderBy = query.orderBy === 'createTime' ? 'create_time' : 'update_time';
+  // The token is bound to everything that shapes the result, including the path it was issued for.
+  const fingerprint = {
+    spaceId: scope.spaceId,
+    scopeUserId: scope.userId ?? null,
+    userIds: [...(query.userId ?? [])].sort(),
+    sessionIds: [...(query.sessionId ?? [])].sort(),
+    title: query.title ?? null,
+    titleLike: query.titleLike ?? null,
+    metadata: [...(query.metadata ?? [])].sort(),
+    updatedAfter: filter.updatedAfter?.toISOString() ?? null,
+    updatedBefore: filter.updatedBefore?.toISOString() ?? null,
+    orderBy: query.orderBy,
+    order: query.order,
+  };
+  const after = query.pageToken ? positionFrom(decodePageToken(query.pageToken, fingerprint)) : undefined;
+
+  await findSpaceOrThrow(db, scope.accountId, scope.spaceId);
+  const rows = await listSessionRows(db, {
+    filter,
+    orderBy,
+    direction: query.order,
+    scope: scope.userId === undefined ? 'space' : 'user',
+    after,
+    limit: query.pageSize + 1,
+  });
+  const page = rows.slice(0, query.pageSize);
+  const last = page.at(-1);
+  const result: SessionPage = { sessions: page.map(toSessionView) };
+  if (rows.length > query.pageSize && last) {
+    result.nextPageToken = encodePageToken(fingerprint, [last[orderBy].toISOString(), last.user_id, last.session_id]);
+  }
+  if (query.includeTotal) result.totalCount = await countSessions(db, filter);
+  return result;
+}
+
+function filterFrom(limits: Limits, scope: { accountId: string; spaceId: string; userId?: string }, query: ListSessionsQuery): SessionFilter {
+  if (query.title !== undefined && query.titleLike !== undefined) throw invalidParameter('titleLike', 'give either title or titleLike, not both');
+  const metadata = new Map<string, string[]>();
+  for (const item of query.metadata ?? []) {
+    const split = item.indexOf('=');
+    if (split <= 0) throw invalidParameter('metadata', `"${item}" is not key=value`);
+    const [key, value] = [item.slice(0, split), item.slice(split + 1)];
+    metadata.set(key, [...(metadata.get(key) ?? []), value]);
+  }
+  // Each metadata key is one more condition; the other filters count once each.
+  const others = [query.userId, query.sessionId, query.title, query.titleLike, query.updatedAfter, query.updatedBefore].filter((value) => value !== undefined);
+  if (others.length + metadata.size > limits.filters) {
+    throw invalidParameter('metadata', `at most ${limits.filters} filters may be combined (each metadata key counts as one)`);
+  }
+  return {
+    accountId: scope.accountId,
+    spaceId: scope.spaceId,
+    userIds: scope.userId !== undefined ? [scope.userId] : query.userId,
+    sessionIds: query.sessionId,
+    title: query.title,
+    titleLike: query.titleLike,
+    metadata,
+    updatedAfter: query.updatedAfter !== undefined ? new Date(query.updatedAfter) : undefined,
+    updatedBefore: query.updatedBefore !== undefined ? new Date(query.updatedBefore) : undefined,
+  };
+}
+
+function positionFrom(position: (string | number)[]): { time: string; userId: string; sessionId: string } {
+  const [time, userId, sessionId] = position;
+  if (typeof time !== 'string' || Number.isNaN(Date.parse(time)) || typeof userId !== 'string' || typeof sessionId !== 'string') {
+    throw new AppError('InvalidParameter.PageToken', 'pageToken is invalid: it is not a token this service issued.', {
+      details: { issues: [{ field: 'pageToken', message: 'it is not a token this service issued' }] },
+    });
+  }
+  return { time, userId, sessionId };
+}
+
+/** `expireTime` or `ttlSeconds` (never both); null clears the expiry; undefined when neither is given. */
+function expiryFrom(expireTime: string | null | undefined, ttlSeconds: number | undefined): ExpirySetting | undefined {
+  if (expireTime !== undefined && ttlSeconds !== undefined) throw invalidParameter('ttlSeconds', 'give either expireTime or ttlSeconds, not both');
+  if (ttlSeconds !== undefined) return { ttlSeconds };
+  if (expireTime === undefined || expireTime === null) return expireTime;
+  const at = new Date(expireTime);
+  if (at.getTime() <= Date.now()) throw invalidParameter('expireTime', 'must be in the future');
+  return { at };
+}
+
+function assertValidMetadata(next: Metadata, previous: Metadata): void {
+  const issues = metadataIssues(next, previous).map((issue) => ({
+    field: issue.key === undefined ? 'metadata' : `metadata.${issue.key}`,
+    message: issue.message,
+  }));
+  if (issues.length === 0) return;
+  const summary = issues.map((issue) => `${issue.field}: ${issue.message}`).join('; ');
+  throw new AppError('InvalidParameter.Metadata', summary, { details: { issues } });
+}
+
+function alreadyExists(row: SessionRow): AppError {
+  return new AppError('FailedOperation.PreconditionFailed', `Session ${row.session_id} already exists (If-None-Match: *).`, {
+    details: { currentRevision: row.revision },
+    headers: { etag: etagOf(row.revision) },
+  });
+}
+
+/** 404 for the session, or for its space when that is what is missing (or another account's). */
+async function notFound(db: Parameters<typeof findSpaceOrThrow>[0], key: SessionKey): Promise<AppError> {
+  await findSpaceOrThrow(db, key.accountId, key.spaceId);
+  return new AppError('ResourceNotFound.Session', `Session ${key.sessionId} of user ${key.userId} was not found.`);
+}

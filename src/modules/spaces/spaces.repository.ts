@@ -1,0 +1,134 @@
+// Queries on session spaces. Every query is scoped by account_id.
+import { type Expression, type ExpressionBuilder, type SqlBool, type Transaction, sql } from 'kysely';
+import type { Database } from '../../db/connect.js';
+import type { DB, SpaceRow } from '../../db/schema.js';
+
+type Executor = Database | Transaction<DB>;
+
+export interface SpaceFilters {
+  name?: string | undefined;
+  nameLike?: string | undefined;
+  descriptionLike?: string | undefined;
+}
+
+/** Position after the last space of a page, in list order (create_time, space_id). */
+export interface SpaceCursor {
+  createTime: Date;
+  spaceId: string;
+}
+
+const NOW_MS = sql<Date>`date_trunc('milliseconds', now())`;
+
+export async function insertSpace(
+  db: Executor,
+  space: { accountId: string; spaceId: string; name: string; description: string; defaultTtlSeconds: number | null },
+): Promise<SpaceRow> {
+  return db
+    .insertInto('session_spaces')
+    .values({
+      account_id: space.accountId,
+      space_id: space.spaceId,
+      name: space.name,
+      description: space.description,
+      default_ttl_seconds: space.defaultTtlSeconds,
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+/** `value` as a LIKE pattern matching it anywhere, with its own %, _ and \ taken literally. */
+function containsPattern(value: string): string {
+  return `%${value.replace(/[\\%_]/g, '\\$&')}%`;
+}
+
+function matchesFilters(accountId: string, filters: SpaceFilters) {
+  return (eb: ExpressionBuilder<DB, 'session_spaces'>) => {
+    const conditions: Expression<SqlBool>[] = [eb('account_id', '=', accountId)];
+    if (filters.name !== undefined) conditions.push(eb('name', '=', filters.name));
+    // The trigram indexes on name and description serve these LIKEs.
+    if (filters.nameLike !== undefined) conditions.push(sql<boolean>`name LIKE ${containsPattern(filters.nameLike)} ESCAPE '\\'`);
+    if (filters.descriptionLike !== undefined) {
+      conditions.push(sql<boolean>`description LIKE ${containsPattern(filters.descriptionLike)} ESCAPE '\\'`);
+    }
+    return eb.and(conditions);
+  };
+}
+
+/** One page in (create_time, space_id) order, served by session_spaces_by_create_time. */
+export async function listSpaces(db: Executor, accountId: string, filters: SpaceFilters, after: SpaceCursor | undefined, limit: number): Promise<SpaceRow[]> {
+  let query = db.selectFrom('session_spaces').selectAll().where(matchesFilters(accountId, filters));
+  if (after) {
+    query = query.where((eb) => eb(eb.refTuple('create_time', 'space_id'), '>', eb.tuple(after.createTime, after.spaceId)));
+  }
+  return query.orderBy('create_time').orderBy('space_id').limit(limit).execute();
+}
+
+export async function countSpaces(db: Executor, accountId: string, filters: SpaceFilters): Promise<number> {
+  const row = await db
+    .selectFrom('session_spaces')
+    .select((eb) => eb.fn.countAll<number>().as('count'))
+    .where(matchesFilters(accountId, filters))
+    .executeTakeFirstOrThrow();
+  return Number(row.count);
+}
+
+export async function updateSpace(
+  db: Executor,
+  accountId: string,
+  spaceId: string,
+  changes: { name?: string | undefined; description?: string | undefined; defaultTtlSeconds?: number | null | undefined },
+): Promise<SpaceRow | undefined> {
+  return db
+    .updateTable('session_spaces')
+    .set({
+      ...(changes.name !== undefined ? { name: changes.name } : {}),
+      ...(changes.description !== undefined ? { description: changes.description } : {}),
+      ...(changes.defaultTtlSeconds !== undefined ? { default_ttl_seconds: changes.defaultTtlSeconds } : {}),
+      update_time: NOW_MS,
+    })
+    .where('account_id', '=', accountId)
+    .where('space_id', '=', spaceId)
+    .returningAll()
+    .executeTakeFirst();
+}
+
+/** Whether the space holds a session that has not expired (expired ones count as gone). */
+export async function hasLiveSessions(trx: Transaction<DB>, accountId: string, spaceId: string): Promise<boolean> {
+  const row = await trx
+    .selectFrom('sessions')
+    .select(sql`1`.as('one'))
+    .where('account_id', '=', accountId)
+    .where('space_id', '=', spaceId)
+    .where((eb) => eb.or([eb('expire_time', 'is', null), eb('expire_time', '>', sql<Date>`now()`)]))
+    .limit(1)
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+/** Removes what the sweeper has not yet removed: expired sessions (their events cascade). */
+export async function deleteExpiredSessions(trx: Transaction<DB>, accountId: string, spaceId: string): Promise<void> {
+  await trx
+    .deleteFrom('sessions')
+    .where('account_id', '=', accountId)
+    .where('space_id', '=', spaceId)
+    .where('expire_time', '<=', sql<Date>`now()`)
+    .execute();
+}
+
+export async function hasUserState(trx: Transaction<DB>, accountId: string, spaceId: string): Promise<boolean> {
+  const row = await trx
+    .selectFrom('space_users')
+    .select(sql`1`.as('one'))
+    .where('account_id', '=', accountId)
+    .where('space_id', '=', spaceId)
+    .where(sql<boolean>`state <> '{}'::jsonb`)
+    .limit(1)
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+/** Deletes the space and its leftover (empty) user rows; the caller has checked that it is empty. */
+export async function deleteSpaceAndUsers(trx: Transaction<DB>, accountId: string, spaceId: string): Promise<void> {
+  await trx.deleteFrom('space_users').where('account_id', '=', accountId).where('space_id', '=', spaceId).execute();
+  await trx.deleteFrom('session_spaces').where('account_id', '=', accountId).where('space_id', '=', spaceId).execute();
+}

@@ -1,0 +1,98 @@
+// Session spaces: create, list, describe, modify, delete. Every operation is scoped to the caller's
+// account; another account's space answers the same 404 as a missing one.
+import type { Database } from '../../db/connect.js';
+import { AppError } from '../../errors.js';
+import { decodePageToken, encodePageToken } from '../../http/page-token.js';
+import { newSpaceId } from '../../lib/ids.js';
+import { findSpaceOrThrow } from './space-lookup.js';
+import {
+  type SpaceCursor,
+  countSpaces,
+  deleteExpiredSessions,
+  deleteSpaceAndUsers,
+  hasLiveSessions,
+  hasUserState,
+  insertSpace,
+  listSpaces,
+  updateSpace,
+} from './spaces.repository.js';
+import { type CreateSpaceInput, type ListSpacesInput, type ModifySpaceInput, type SpaceView, toSpaceView } from './spaces.schemas.js';
+
+export async function createSpace(db: Database, accountId: string, input: CreateSpaceInput): Promise<SpaceView> {
+  const row = await insertSpace(db, {
+    accountId,
+    spaceId: newSpaceId(),
+    name: input.name,
+    description: input.description,
+    defaultTtlSeconds: input.defaultTtlSeconds ?? null,
+  });
+  return toSpaceView(row);
+}
+
+export async function describeSpace(db: Database, accountId: string, spaceId: string): Promise<SpaceView> {
+  return toSpaceView(await findSpaceOrThrow(db, accountId, spaceId));
+}
+
+export interface SpacePage {
+  spaces: SpaceView[];
+  nextPageToken?: string;
+  totalCount?: number;
+}
+
+export async function listSpacesPage(db: Database, accountId: string, input: ListSpacesInput): Promise<SpacePage> {
+  const filters = { name: input.name, nameLike: input.nameLike, descriptionLike: input.descriptionLike };
+  // The resource name keeps a token of another list from being accepted here.
+  const tokenQuery = { list: 'spaces', ...filters };
+  const after = input.pageToken ? toCursor(decodePageToken(input.pageToken, tokenQuery)) : undefined;
+
+  const rows = await listSpaces(db, accountId, filters, after, input.pageSize + 1);
+  const page = rows.slice(0, input.pageSize);
+  const last = page.at(-1);
+  const result: SpacePage = { spaces: page.map(toSpaceView) };
+  if (rows.length > input.pageSize && last) {
+    result.nextPageToken = encodePageToken(tokenQuery, [last.create_time.toISOString(), last.space_id]);
+  }
+  if (input.includeTotal === 'true') result.totalCount = await countSpaces(db, accountId, filters);
+  return result;
+}
+
+function toCursor(position: (string | number)[]): SpaceCursor {
+  const [createTime, spaceId] = position;
+  const time = typeof createTime === 'string' ? new Date(createTime) : undefined;
+  if (position.length !== 2 || !time || Number.isNaN(time.getTime()) || typeof spaceId !== 'string') {
+    throw new AppError('InvalidParameter.PageToken', 'pageToken is invalid: it is not a token of this list.', {
+      details: { issues: [{ field: 'pageToken', message: 'it is not a token of this list' }] },
+    });
+  }
+  return { createTime: time, spaceId };
+}
+
+export async function modifySpace(db: Database, accountId: string, spaceId: string, input: ModifySpaceInput): Promise<SpaceView> {
+  const row = await updateSpace(db, accountId, spaceId, input);
+  if (!row) throw new AppError('ResourceNotFound.SessionSpace', `Session space ${spaceId} was not found.`);
+  return toSpaceView(row);
+}
+
+/**
+ * Deletes an empty space. The row lock (FOR UPDATE) waits for session creates in flight (they hold
+ * it FOR SHARE) and keeps new ones out until the delete commits, so no session can land in a
+ * space that is being deleted.
+ */
+export async function deleteSpace(db: Database, accountId: string, spaceId: string): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    const space = await findSpaceOrThrow(trx, accountId, spaceId, 'update');
+    if (space.is_default) {
+      throw new AppError('OperationDenied.DefaultSessionSpaceProtected', `Session space ${spaceId} is the account's default space and cannot be deleted.`);
+    }
+    if (await hasLiveSessions(trx, accountId, spaceId)) {
+      throw new AppError('ResourceInUse.SessionSpaceNotEmpty', `Session space ${spaceId} still holds sessions; delete them first.`);
+    }
+    // Expired sessions already behave as gone; remove them here rather than wait for the sweeper.
+    // A later 409 rolls this back.
+    await deleteExpiredSessions(trx, accountId, spaceId);
+    if (Object.keys(space.state).length > 0 || (await hasUserState(trx, accountId, spaceId))) {
+      throw new AppError('ResourceInUse.SessionSpaceNotEmpty', `Session space ${spaceId} still holds user or space state.`);
+    }
+    await deleteSpaceAndUsers(trx, accountId, spaceId);
+  });
+}

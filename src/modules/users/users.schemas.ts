@@ -1,0 +1,29 @@
+// Schemas of the business users of a space.
+import { z } from 'zod';
+import { Identifier, PageToken, SpaceId, Timestamp, pageSize } from '../../http/schemas.js';
+import { IncludeTotal } from '../spaces/spaces.schemas.js';
+
+export const SpaceUser = z
+  .object({
+    userId: Identifier,
+    sessionCount: z.number().int().describe('Sessions of the user in the space (expired sessions count until the sweeper removes them).'),
+    lastActivityTime: Timestamp.nullable().describe('Latest updateTime of the user\'s unexpired sessions; null when there is none.'),
+  })
+  .meta({ id: 'SpaceUser' });
+
+export type SpaceUserView = z.infer<typeof SpaceUser>;
+
+export const SpaceUsersPath = z.object({ spaceId: SpaceId });
+
+export const ListSpaceUsersQuery = z.strictObject({
+  pageSize: pageSize(20, 100),
+  pageToken: PageToken.optional(),
+  includeTotal: IncludeTotal,
+});
+export type ListSpaceUsersInput = z.infer<typeof ListSpaceUsersQuery>;
+
+export const ListSpaceUsersResponse = z.object({
+  users: z.array(SpaceUser),
+  nextPageToken: z.string().optional().describe('Present while more users follow.'),
+  totalCount: z.number().int().optional().describe('Only with includeTotal=true.'),
+});

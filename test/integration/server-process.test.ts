@@ -1,0 +1,167 @@
+// The real entry point over real HTTP: src/server.ts started as a process, as `npm start` does.
+// Embedded mode prints the root credential on the first start only; the data directory keeps it.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { issueCredential } from '../../src/modules/accounts/credentials.js';
+import { withDatabase } from '../support/backend.js';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const START_TIMEOUT_MS = 60_000;
+const TOKEN_LINE = /export TOKEN=(AKID[A-Za-z0-9]{32}\.[A-Za-z0-9_-]{43,})/g;
+
+interface RunningServer {
+  child: ChildProcess;
+  baseUrl: string;
+  output(): string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+/** `node --import tsx src/server.ts`: what `npm start` runs, without npm in between the signals. */
+function startServer(env: Record<string, string>): RunningServer {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+    cwd: ROOT,
+    // DATABASE_URL and ROOT_API_KEY from the developer's shell must not leak in: empty means unset.
+    env: { ...process.env, DATABASE_URL: '', ROOT_API_KEY: '', LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })),
+  );
+  return { child, baseUrl: `http://127.0.0.1:${env.PORT}`, output: () => output, exited };
+}
+
+async function waitUntilReady(server: RunningServer): Promise<void> {
+  const deadline = Date.now() + START_TIMEOUT_MS;
+  let exited = false;
+  void server.exited.then(() => (exited = true));
+  while (Date.now() < deadline && !exited) {
+    try {
+      const res = await fetch(`${server.baseUrl}/readyz`);
+      if (res.status === 200) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  throw new Error(`server did not become ready:\n${server.output()}`);
+}
+
+async function stop(server: RunningServer): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+  if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGTERM');
+  return server.exited;
+}
+
+const authorized = (server: RunningServer, token: string) =>
+  fetch(`${server.baseUrl}/v1/spaces`, { headers: { authorization: `Bearer ${token}` } });
+
+let dataDir: string;
+const running: RunningServer[] = [];
+
+beforeAll(async () => {
+  dataDir = await mkdtemp(join(tmpdir(), 'ass-server-test-'));
+});
+
+afterAll(async () => {
+  for (const server of running) if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGKILL');
+  await rm(dataDir, { recursive: true, force: true });
+});
+
+describe('the server process (embedded PGlite)', () => {
+  let token: string;
+
+  it('prints the root credential once on the first start, and it authenticates over HTTP', async () => {
+    const server = startServer({ DATA_DIR: dataDir, PORT: String(await freePort()), HOST: '127.0.0.1' });
+    running.push(server);
+    await waitUntilReady(server);
+
+    const printed = [...server.output().matchAll(TOKEN_LINE)].map((match) => match[1]!);
+    expect(printed).toHaveLength(1);
+    token = printed[0]!;
+
+    const ok = await authorized(server, token);
+    expect(ok.status).toBe(200);
+    const denied = await authorized(server, `${token.split('.')[0]}.${'x'.repeat(43)}`);
+    expect(denied.status).toBe(401);
+    expect(((await denied.json()) as { error: { code: string } }).error.code).toBe('AuthFailure');
+
+    // The secret went to the terminal once, never into a log line.
+    const secretKey = token.split('.')[1]!;
+    const logLines = server.output().split('\n').filter((line) => line.startsWith('{'));
+    expect(logLines.length).toBeGreaterThan(0);
+    for (const line of logLines) expect(line).not.toContain(secretKey);
+
+    expect(await stop(server)).toEqual({ code: 0, signal: null });
+  }, START_TIMEOUT_MS * 2);
+
+  it('keeps the account on the next start: nothing printed, the old token still works', async () => {
+    expect(token).toBeDefined();
+    const server = startServer({ DATA_DIR: dataDir, PORT: String(await freePort()), HOST: '127.0.0.1' });
+    running.push(server);
+    await waitUntilReady(server);
+
+    expect(server.output()).not.toMatch(TOKEN_LINE);
+    expect(server.output()).not.toContain('export TOKEN=');
+    expect((await authorized(server, token)).status).toBe(200);
+
+    expect(await stop(server)).toEqual({ code: 0, signal: null });
+  }, START_TIMEOUT_MS * 2);
+
+  it('refuses to start with a bad PORT and names the variable', async () => {
+    const server = startServer({ DATA_DIR: dataDir, PORT: 'abc', HOST: '127.0.0.1' });
+    running.push(server);
+    const { code } = await server.exited;
+    expect(code).not.toBe(0);
+    expect(server.output()).toMatch(/PORT:/);
+    expect(server.output()).not.toContain('Server listening');
+  }, START_TIMEOUT_MS);
+});
+
+const backend = inject('testBackend');
+
+// What docker-compose.yml does: DATABASE_URL plus a pinned ROOT_API_KEY, on a fresh database.
+describe.runIf(backend.kind === 'postgres')('the server process (PostgreSQL with ROOT_API_KEY)', () => {
+  const database = `ass_server_${randomBytes(6).toString('hex')}`;
+  const adminUrl = backend.kind === 'postgres' ? backend.adminUrl : '';
+  const admin = async (text: string) => {
+    const client = new pg.Client({ connectionString: adminUrl });
+    await client.connect();
+    await client.query(text).finally(() => client.end());
+  };
+  beforeAll(() => admin(`CREATE DATABASE "${database}"`));
+  afterAll(() => admin(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`));
+
+  it('migrates, installs the pinned key without printing it, and serves with it', async () => {
+    const pinned = issueCredential().token;
+    const env = { DATABASE_URL: withDatabase(adminUrl, database), ROOT_API_KEY: pinned, HOST: '127.0.0.1' };
+    for (let start = 1; start <= 2; start++) {
+      const server = startServer({ ...env, PORT: String(await freePort()) });
+      running.push(server);
+      await waitUntilReady(server);
+      expect(server.output()).not.toContain('export TOKEN=');
+      expect(server.output()).not.toContain(pinned.split('.')[1]!);
+      expect((await authorized(server, pinned)).status).toBe(200);
+      expect(await stop(server)).toEqual({ code: 0, signal: null });
+    }
+  }, START_TIMEOUT_MS * 2);
+});

@@ -1,0 +1,106 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, DEFAULT_LIMITS, loadConfig } from '../../src/config.js';
+
+const VALID_KEY = `AKID${'a'.repeat(32)}.${'b'.repeat(43)}`;
+
+/** The ConfigError thrown for `env`, so each test can look at its message. */
+function configErrorFor(env: Record<string, string>): ConfigError {
+  try {
+    loadConfig(env);
+  } catch (error) {
+    if (error instanceof ConfigError) return error;
+    throw error;
+  }
+  throw new Error(`expected ${JSON.stringify(env)} to be rejected`);
+}
+
+describe('loadConfig', () => {
+  it('falls back to the documented defaults on an empty environment', () => {
+    const config = loadConfig({});
+    expect(config).toEqual({
+      port: 8080,
+      host: '0.0.0.0',
+      database: { kind: 'pglite', dataDir: './data', statementTimeoutMs: 10_000 },
+      logLevel: 'info',
+      rootApiKey: undefined,
+      limits: DEFAULT_LIMITS,
+    });
+    expect(DEFAULT_LIMITS).toEqual({
+      bodyBytes: 1024 * 1024,
+      eventBytes: 256 * 1024,
+      stateDeltaBytes: 64 * 1024,
+      stateDeltaDepth: 32,
+      stateBytes: 1024 * 1024,
+      batchEvents: 100,
+      titleChars: 256,
+      filterValues: 100,
+      filters: 10,
+    });
+  });
+
+  it('chooses PostgreSQL when DATABASE_URL is set, with the pool settings', () => {
+    const config = loadConfig({ DATABASE_URL: 'postgres://app@db:5432/sessions', DB_POOL_MAX: '4', DB_STATEMENT_TIMEOUT_MS: '2500' });
+    expect(config.database).toEqual({
+      kind: 'postgres',
+      url: 'postgres://app@db:5432/sessions',
+      poolMax: 4,
+      statementTimeoutMs: 2500,
+      connectTimeoutMs: 5_000,
+    });
+    expect(loadConfig({ DATABASE_URL: 'postgresql://app@db/sessions' }).database.kind).toBe('postgres');
+  });
+
+  it('reads every variable it documents', () => {
+    const config = loadConfig({
+      PORT: '9000',
+      HOST: '127.0.0.1',
+      DATA_DIR: '/var/lib/sessions',
+      LOG_LEVEL: 'debug',
+      ROOT_API_KEY: VALID_KEY,
+      MAX_BODY_BYTES: '2048',
+      MAX_BATCH_EVENTS: '10',
+    });
+    expect(config).toMatchObject({
+      port: 9000,
+      host: '127.0.0.1',
+      database: { kind: 'pglite', dataDir: '/var/lib/sessions' },
+      logLevel: 'debug',
+      rootApiKey: VALID_KEY,
+      limits: { ...DEFAULT_LIMITS, bodyBytes: 2048, batchEvents: 10 },
+    });
+  });
+
+  it('treats an empty variable as unset', () => {
+    const config = loadConfig({ PORT: '', DATABASE_URL: '', ROOT_API_KEY: '', LOG_LEVEL: '' });
+    expect(config.port).toBe(8080);
+    expect(config.database.kind).toBe('pglite');
+    expect(config.rootApiKey).toBeUndefined();
+    expect(config.logLevel).toBe('info');
+  });
+
+  it.each([
+    ['PORT', { PORT: 'abc' }],
+    ['PORT', { PORT: '70000' }],
+    ['PORT', { PORT: '80.5' }],
+    ['DATABASE_URL', { DATABASE_URL: 'mysql://x' }],
+    ['ROOT_API_KEY', { ROOT_API_KEY: 'not-a-key' }],
+    ['ROOT_API_KEY', { ROOT_API_KEY: `AKID${'a'.repeat(31)}.${'b'.repeat(43)}` }],
+    ['ROOT_API_KEY', { ROOT_API_KEY: `AKID${'a'.repeat(32)}.${'b'.repeat(42)}` }],
+    ['LOG_LEVEL', { LOG_LEVEL: 'loud' }],
+    ['MAX_BODY_BYTES', { MAX_BODY_BYTES: '10' }],
+    ['DB_POOL_MAX', { DB_POOL_MAX: '0' }],
+  ])('names %s in the error for %j', (variable, env) => {
+    const error = configErrorFor(env);
+    expect(error.name).toBe('ConfigError');
+    expect(error.message).toContain(`${variable}:`);
+  });
+
+  it('lists every bad variable at once, and never echoes a rejected key', () => {
+    const secretLooking = 'AKIDshort.this-is-what-the-operator-typed';
+    const error = configErrorFor({ PORT: 'abc', DATABASE_URL: 'mysql://x', ROOT_API_KEY: secretLooking });
+    expect(error.message).toMatch(/PORT:/);
+    expect(error.message).toMatch(/DATABASE_URL:/);
+    expect(error.message).toMatch(/ROOT_API_KEY:/);
+    expect(error.message).not.toContain(secretLooking);
+  });
+});

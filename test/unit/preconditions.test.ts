@@ -1,0 +1,55 @@
+import { describe, expect, it } from 'vitest';
+import { AppError } from '../../src/errors.js';
+import { assertIfMatch, etagOf, parseIfMatch } from '../../src/http/preconditions.js';
+
+function thrown(run: () => unknown): AppError {
+  try {
+    run();
+  } catch (error) {
+    if (error instanceof AppError) return error;
+    throw error;
+  }
+  throw new Error('expected an AppError');
+}
+
+describe('If-Match', () => {
+  it('writes the ETag of a revision as a quoted number', () => {
+    expect(etagOf(7)).toBe('"7"');
+  });
+
+  it.each([
+    [undefined, undefined],
+    ['"7"', [7]],
+    ['W/"7"', [7]],
+    ['7', [7]],
+    ['*', '*'],
+    [' * ', '*'],
+    ['"3", "4"', [3, 4]],
+    [['"3"', '"5"'], [3, 5]],
+  ])('parses %j', (header, expected) => {
+    expect(parseIfMatch(header)).toEqual(expected);
+  });
+
+  it.each(['', 'abc', '"-1"', '"1.5"', '"3", abc', '**', '"1234567890123456"'])('rejects %j with InvalidParameter naming If-Match', (header) => {
+    const error = thrown(() => parseIfMatch(header));
+    expect(error.code).toBe('InvalidParameter');
+    expect(error.status).toBe(400);
+    expect(error.details).toEqual({ issues: [{ field: 'If-Match', message: expect.any(String) }] });
+  });
+
+  it('passes when there is no precondition, a wildcard or a matching revision', () => {
+    expect(() => assertIfMatch(undefined, 5)).not.toThrow();
+    expect(() => assertIfMatch('*', 5)).not.toThrow();
+    expect(() => assertIfMatch([5], 5)).not.toThrow();
+    expect(() => assertIfMatch([4, 5], 5)).not.toThrow();
+  });
+
+  it('fails with 412 and the current revision when no tag matches', () => {
+    const error = thrown(() => assertIfMatch([4], 5));
+    expect(error.code).toBe('FailedOperation.PreconditionFailed');
+    expect(error.status).toBe(412);
+    expect(error.details).toEqual({ currentRevision: 5 });
+    expect(error.headers).toEqual({ etag: '"5"' });
+    expect(error.message).toContain('5');
+  });
+});
