@@ -8,6 +8,7 @@ import { jsonSchemaTransform, jsonSchemaTransformObject, serializerCompiler, val
 import type { Limits } from './config.js';
 import type { Database } from './db/connect.js';
 import { registerAuthentication } from './http/auth.js';
+import { registerBodyNestingLimit } from './http/body-nesting.js';
 import { registerErrorHandling } from './http/error-handler.js';
 import type { AppDeps, ZodApp } from './http/zod-app.js';
 import { healthRoutes } from './modules/health/health.routes.js';
@@ -45,6 +46,7 @@ export async function buildApp({ db, limits, logger = false }: BuildAppOptions):
   app.setSerializerCompiler(serializerCompiler);
   registerErrorHandling(app);
   registerRequestLogging(app);
+  registerBodyNestingLimit(app);
 
   await app.register(swagger, {
     openapi: {

@@ -17,7 +17,7 @@ const environmentSchema = z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   ROOT_API_KEY: z
     .string()
-    .regex(/^AKID[A-Za-z0-9]{32}\.[A-Za-z0-9_-]{43,}$/, 'must be <secretId>.<secretKey>: AKID + 32 base62 characters, a dot, then at least 43 base64url characters')
+    .regex(/^AKID[A-Za-z0-9]{32}\.[A-Za-z0-9_-]{43,128}$/, 'must be <secretId>.<secretKey>: AKID + 32 base62 characters, a dot, then 43 to 128 base64url characters')
     .optional(),
   DB_POOL_MAX: int(1, 10),
   DB_STATEMENT_TIMEOUT_MS: int(100, 10_000),

@@ -11,9 +11,9 @@ export function parseIfMatch(header: string | string[] | undefined): number[] | 
   const text = Array.isArray(header) ? header.join(',') : header;
   if (text.trim() === '*') return '*';
   const revisions = text.split(',').map((tag) => {
-    const match = /^\s*(?:W\/)?"?(\d{1,15})"?\s*$/.exec(tag);
+    const match = /^\s*(?:W\/)?(?:"(\d{1,15})"|(\d{1,15}))\s*$/.exec(tag);
     if (!match) throw invalidParameter('If-Match', 'must be an ETag as returned by the API, e.g. "3", or *');
-    return Number(match[1]);
+    return Number(match[1] ?? match[2]);
   });
   return revisions;
 }

@@ -120,4 +120,21 @@ describe('HTTP errors on a request body', () => {
     await postSpaceRaw(t, '{"name":"x","constructor":{"prototype":{"admin":true}}}', JSON_TYPE, { status: 400, code: 'InvalidParameter' });
     expect(({} as Record<string, unknown>).admin).toBeUndefined();
   });
+
+  it('answers a body nested thousands of levels deep with 400 naming body, on any route', async () => {
+    const deep = '{"a":'.repeat(5000) + '1' + '}'.repeat(5000);
+    const error = await postSpaceRaw(t, `{"name":"x","description":${deep}}`, JSON_TYPE, { status: 400, code: 'InvalidParameter' });
+    expect(error.details?.issues).toEqual([{ field: 'body', message: expect.stringContaining('nested deeper') }]);
+
+    const res = await t.request({
+      method: 'POST',
+      url: `/v1/spaces/${t.account.defaultSpaceId}/users/u1/sessions`,
+      payload: `{"state":${deep}}`,
+      headers: { 'content-type': JSON_TYPE },
+    });
+    expect(res.statusCode).toBe(400);
+    expect(res.json().error.code).toBe('InvalidParameter');
+    const sessions = await t.db.selectFrom('sessions').select('session_id').where('account_id', '=', t.account.accountId).execute();
+    expect(sessions).toEqual([]);
+  });
 });

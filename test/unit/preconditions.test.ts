@@ -30,7 +30,7 @@ describe('If-Match', () => {
     expect(parseIfMatch(header)).toEqual(expected);
   });
 
-  it.each(['', 'abc', '"-1"', '"1.5"', '"3", abc', '**', '"1234567890123456"'])('rejects %j with InvalidParameter naming If-Match', (header) => {
+  it.each(['', 'abc', '"-1"', '"1.5"', '"3", abc', '**', '"1234567890123456"', '"7', '7"'])('rejects %j with InvalidParameter naming If-Match', (header) => {
     const error = thrown(() => parseIfMatch(header));
     expect(error.code).toBe('InvalidParameter');
     expect(error.status).toBe(400);

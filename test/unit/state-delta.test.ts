@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { applyStateDelta, jsonBytes, jsonDepth } from '../../src/modules/state/state-delta.js';
+import { jsonBytes, jsonDepth } from '../../src/lib/json-measure.js';
+import { applyStateDelta } from '../../src/modules/state/state-delta.js';
 
 describe('applyStateDelta', () => {
   const state = { keep: 1, profile: { name: 'Ada', lang: 'en' }, tags: ['a'], gone: true };

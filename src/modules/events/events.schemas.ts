@@ -2,10 +2,8 @@
 import type { FastifySchemaCompiler } from 'fastify';
 import { validatorCompiler } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { invalidParameter } from '../../errors.js';
 import { Identifier, JsonObject, PageToken, SpaceId, TimestampInput, pageSize } from '../../http/schemas.js';
 import { Session } from '../sessions/session.model.js';
-import { jsonDepth } from '../state/state-delta.js';
 import { Event, EventActions, EventContent } from './event.model.js';
 
 export const EventInput = z
@@ -37,12 +35,6 @@ export const appendEventsBody = (maxEvents: number) =>
 export type AppendEventsBody = z.infer<ReturnType<typeof appendEventsBody>>;
 
 /**
- * A body nested deeper than this is refused before zod walks it: zod validates JSON recursively and
- * a few thousand levels would overflow the stack (a 500 instead of a 400).
- */
-export const MAX_BODY_NESTING = 256;
-
-/**
  * Validates the append body against one shape, chosen by whether it has an `events` key. A plain
  * union would answer a bad event inside a batch with zod's `invalid_union` on the whole body; this
  * way the error names the real field, e.g. `events[3].author`. Other parts of the request use the
@@ -55,7 +47,6 @@ export function appendEventsValidatorCompiler<RouteSchema>(maxEvents: number): F
     // Fastify hands each part's own schema over, typed as the route's schema.
     if (route.httpPart !== 'body') return validatorCompiler({ ...route, schema: route.schema as z.ZodType });
     return (data: unknown) => {
-      if (jsonDepth(data) > MAX_BODY_NESTING) return { error: invalidParameter('body', `is nested deeper than ${MAX_BODY_NESTING} levels`) };
       const isBatch = data !== null && typeof data === 'object' && !Array.isArray(data) && Object.hasOwn(data, 'events');
       return isBatch ? validateBatch(data) : validateSingle(data);
     };

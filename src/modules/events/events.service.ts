@@ -12,7 +12,8 @@ import { canonicalJson, sha256 } from '../../lib/canonical-json.js';
 import { newEventId } from '../../lib/ids.js';
 import { type SessionView, toSessionView } from '../sessions/session.model.js';
 import { findSpaceOrThrow } from '../spaces/space-lookup.js';
-import { applyStateDelta, jsonBytes, jsonDepth } from '../state/state-delta.js';
+import { jsonBytes, jsonDepth } from '../../lib/json-measure.js';
+import { applyStateDelta } from '../state/state-delta.js';
 import { type EventView, toEventView } from './event.model.js';
 import {
   type EventFilters,

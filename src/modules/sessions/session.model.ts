@@ -10,7 +10,7 @@ export const Session = z
     sessionId: z.string(),
     title: z.string(),
     metadata: z.record(z.string(), z.string()),
-    state: JsonObject.describe('The merged state: session keys plus the user:* and app:* keys.'),
+    state: JsonObject.describe('The session state, as changed by the stateDelta of its events.'),
     memo: z.json().nullable(),
     windowStartSeq: z.number().int(),
     eventCount: z.number().int(),
