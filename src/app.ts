@@ -60,6 +60,7 @@ export async function buildApp({ db, limits, logger = false }: BuildAppOptions):
           'Isolation between business users inside a space is the application\'s job: permissions are per space.',
       },
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: '<secretId>.<secretKey>' } } },
+      security: [{ bearer: [] }],
       tags: [
         { name: 'spaces', description: 'Session spaces' },
         { name: 'sessions', description: 'Sessions of business users' },

@@ -1,0 +1,63 @@
+// The committed OpenAPI document (openapi:check keeps it equal to the code) describes every route,
+// its authentication and its errors.
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+
+interface Operation {
+  summary?: string;
+  security?: unknown[];
+  responses: Record<string, { content?: Record<string, { schema?: { $ref?: string } }> }>;
+}
+const document = JSON.parse(readFileSync(new URL('../../openapi/openapi.json', import.meta.url), 'utf8')) as {
+  openapi: string;
+  security: unknown[];
+  paths: Record<string, Record<string, Operation>>;
+};
+const operations = Object.entries(document.paths).flatMap(([path, methods]) =>
+  Object.entries(methods).map(([method, operation]) => ({ name: `${method.toUpperCase()} ${path}`, path, operation })),
+);
+const v1 = operations.filter((op) => op.path.startsWith('/v1/'));
+
+describe('the OpenAPI document', () => {
+  it('is OpenAPI 3.1 with bearer authentication by default', () => {
+    expect(document.openapi).toBe('3.1.0');
+    expect(document.security).toEqual([{ bearer: [] }]);
+  });
+
+  it('lists every route of SPEC §3 built so far', () => {
+    expect(v1.map((op) => op.name).sort()).toEqual(
+      [
+        'POST /v1/spaces',
+        'GET /v1/spaces',
+        'GET /v1/spaces/{spaceId}',
+        'PATCH /v1/spaces/{spaceId}',
+        'DELETE /v1/spaces/{spaceId}',
+        'GET /v1/spaces/{spaceId}/users',
+        'POST /v1/spaces/{spaceId}/users/{userId}/sessions',
+        'GET /v1/spaces/{spaceId}/users/{userId}/sessions',
+        'GET /v1/spaces/{spaceId}/sessions',
+        'GET /v1/spaces/{spaceId}/users/{userId}/sessions/{sessionId}',
+        'PATCH /v1/spaces/{spaceId}/users/{userId}/sessions/{sessionId}',
+        'DELETE /v1/spaces/{spaceId}/users/{userId}/sessions/{sessionId}',
+        'POST /v1/spaces/{spaceId}/users/{userId}/sessions/{sessionId}/events',
+        'GET /v1/spaces/{spaceId}/users/{userId}/sessions/{sessionId}/events',
+        'GET /v1/spaces/{spaceId}/users/{userId}/sessions/{sessionId}/events/{eventId}',
+      ].sort(),
+    );
+  });
+
+  it.each(v1.map((op) => [op.name, op.operation] as const))('%s has a summary, a success response and its errors in the envelope', (_name, operation) => {
+    expect(operation.summary).toEqual(expect.any(String));
+    const statuses = Object.keys(operation.responses);
+    expect(statuses.some((status) => status.startsWith('2'))).toBe(true);
+    for (const status of ['400', '401', '500', '503']) expect(statuses).toContain(status);
+    for (const status of statuses.filter((s) => Number(s) >= 400)) {
+      expect(operation.responses[status]!.content!['application/json']!.schema!.$ref).toBe('#/components/schemas/Error');
+    }
+  });
+
+  it('leaves health checks unauthenticated', () => {
+    expect(document.paths['/healthz']!.get!.security).toEqual([]);
+    expect(document.paths['/readyz']!.get!.security).toEqual([]);
+  });
+});
