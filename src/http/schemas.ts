@@ -20,6 +20,13 @@ export const TimestampInput = z.iso.datetime({ offset: true }).describe('RFC 333
 
 export const JsonObject = z.record(z.string(), z.json()).describe('A JSON object.');
 
+/** `includeTotal=true` asks for `totalCount`, which costs a COUNT over the filtered set. */
+export const IncludeTotal = z
+  .enum(['true', 'false'])
+  .optional()
+  .transform((value) => value === 'true')
+  .describe('true: also answer totalCount (costs a COUNT over the filtered set).');
+
 export const PageToken = z.string().min(1).max(2048).describe('Opaque cursor from `nextPageToken` of the previous page; bound to the same filters.');
 
 export const pageSize = (fallback: number, max: number) =>

@@ -2,7 +2,7 @@
 import type { FastifySchemaCompiler } from 'fastify';
 import { validatorCompiler } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { Identifier, JsonObject, PageToken, SpaceId, TimestampInput, pageSize } from '../../http/schemas.js';
+import { Identifier, IncludeTotal, JsonObject, PageToken, SpaceId, TimestampInput, pageSize } from '../../http/schemas.js';
 import { Session } from '../sessions/session.model.js';
 import { Event, EventActions, EventContent } from './event.model.js';
 
@@ -76,7 +76,7 @@ export const ListEventsQuery = z.strictObject({
   order: z.enum(['asc', 'desc']).default('asc').describe('By seq.'),
   pageSize: pageSize(50, 200),
   pageToken: PageToken.optional(),
-  includeTotal: z.enum(['true', 'false']).optional().describe('true: also count every event matching the filters (costs a COUNT).'),
+  includeTotal: IncludeTotal,
 });
 
 export type ListEventsQueryValue = z.infer<typeof ListEventsQuery>;

@@ -187,7 +187,7 @@ export async function listSessionEvents(db: Database, key: SessionKey, query: Li
   const page = rows.slice(0, pageSize);
   const result: ListEventsResult = { events: page.map(toEventView) };
   if (rows.length > pageSize) result.nextPageToken = encodePageToken(fingerprint, [page[page.length - 1]!.seq]);
-  if (includeTotal === 'true') result.totalCount = await countEvents(db, key, filters);
+  if (includeTotal) result.totalCount = await countEvents(db, key, filters);
   return result;
 }
 

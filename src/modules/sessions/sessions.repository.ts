@@ -1,6 +1,7 @@
 // Queries on sessions and the per-user session counter. Every query is scoped by account and space.
 import { type Expression, type ExpressionBuilder, type SqlBool, type Transaction, sql } from 'kysely';
 import type { Database } from '../../db/connect.js';
+import { containsPattern } from '../../db/like.js';
 import type { DB, SessionRow } from '../../db/schema.js';
 
 type Executor = Database | Transaction<DB>;
@@ -153,7 +154,6 @@ export interface SessionPageRequest {
   limit: number;
 }
 
-const escapeLike = (text: string): string => text.replace(/[\\%_]/g, (char) => `\\${char}`);
 
 function filterExpression(eb: ExpressionBuilder<DB, 'sessions'>, filter: SessionFilter): Expression<SqlBool> {
   const conditions: Expression<SqlBool>[] = [eb('account_id', '=', filter.accountId), eb('space_id', '=', filter.spaceId), isLive(eb)];
@@ -161,7 +161,7 @@ function filterExpression(eb: ExpressionBuilder<DB, 'sessions'>, filter: Session
   if (filter.sessionIds?.length) conditions.push(eb('session_id', 'in', filter.sessionIds));
   if (filter.title !== undefined) conditions.push(eb('title', '=', filter.title));
   // Backslash is LIKE's default escape character.
-  if (filter.titleLike !== undefined) conditions.push(eb('title', 'like', `%${escapeLike(filter.titleLike)}%`));
+  if (filter.titleLike !== undefined) conditions.push(eb('title', 'like', containsPattern(filter.titleLike)));
   // Containment (@>) is what the jsonb_path_ops GIN index serves.
   for (const [key, values] of filter.metadata ?? []) {
     conditions.push(eb.or(values.map((value) => sql<SqlBool>`metadata @> ${JSON.stringify({ [key]: value })}::jsonb`)));

@@ -2,7 +2,7 @@
 // filter counts) come from the running configuration, so the schemas are built per app.
 import { z } from 'zod';
 import type { Limits } from '../../config.js';
-import { Identifier, JsonObject, PageToken, SpaceId, TimestampInput, pageSize, repeatable } from '../../http/schemas.js';
+import { Identifier, IncludeTotal, JsonObject, PageToken, SpaceId, TimestampInput, pageSize, repeatable } from '../../http/schemas.js';
 import { Session } from './session.model.js';
 
 /** Upper bound of a TTL (10 years): far beyond any real use, and safe for timestamp arithmetic. */
@@ -59,11 +59,7 @@ export function sessionSchemas(limits: Limits) {
     order: z.enum(['desc', 'asc']).default('desc'),
     pageSize: pageSize(20, 100),
     pageToken: PageToken.optional(),
-    includeTotal: z
-      .enum(['true', 'false'])
-      .optional()
-      .transform((value) => value === 'true')
-      .describe('Also answer totalCount (costs a COUNT over the filtered sessions).'),
+    includeTotal: IncludeTotal,
   };
 
   const ListUserSessionsQuery = z.strictObject(commonFilters);

@@ -1,6 +1,7 @@
 // Queries on session spaces. Every query is scoped by account_id.
 import { type Expression, type ExpressionBuilder, type SqlBool, type Transaction, sql } from 'kysely';
 import type { Database } from '../../db/connect.js';
+import { containsPattern } from '../../db/like.js';
 import type { DB, SpaceRow } from '../../db/schema.js';
 
 type Executor = Database | Transaction<DB>;
@@ -34,11 +35,6 @@ export async function insertSpace(
     })
     .returningAll()
     .executeTakeFirstOrThrow();
-}
-
-/** `value` as a LIKE pattern matching it anywhere, with its own %, _ and \ taken literally. */
-function containsPattern(value: string): string {
-  return `%${value.replace(/[\\%_]/g, '\\$&')}%`;
 }
 
 function matchesFilters(accountId: string, filters: SpaceFilters) {

@@ -1,7 +1,7 @@
 // Request and response schemas of the spaces API, and the row → API mapping.
 import { z } from 'zod';
 import type { SpaceRow } from '../../db/schema.js';
-import { PageToken, SpaceId, Timestamp, pageSize } from '../../http/schemas.js';
+import { IncludeTotal, PageToken, SpaceId, Timestamp, pageSize } from '../../http/schemas.js';
 
 export const SPACE_NAME_MAX = 128;
 export const SPACE_DESCRIPTION_MAX = 512;
@@ -71,8 +71,6 @@ export const ModifySpaceBody = z
 export type ModifySpaceInput = z.infer<typeof ModifySpaceBody>;
 
 export const SpacePath = z.object({ spaceId: SpaceId });
-
-export const IncludeTotal = z.enum(['true', 'false']).optional().describe('true: also answer totalCount (costs a COUNT over the filtered set).');
 
 export const ListSpacesQuery = z.strictObject({
   name: z.string().min(1).max(SPACE_NAME_MAX).optional().describe('Exact name.'),

@@ -52,7 +52,7 @@ export async function listSpacesPage(db: Database, accountId: string, input: Lis
   if (rows.length > input.pageSize && last) {
     result.nextPageToken = encodePageToken(tokenQuery, [last.create_time.toISOString(), last.space_id]);
   }
-  if (input.includeTotal === 'true') result.totalCount = await countSpaces(db, accountId, filters);
+  if (input.includeTotal) result.totalCount = await countSpaces(db, accountId, filters);
   return result;
 }
 

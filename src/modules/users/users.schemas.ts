@@ -1,7 +1,6 @@
 // Schemas of the business users of a space.
 import { z } from 'zod';
-import { Identifier, PageToken, SpaceId, Timestamp, pageSize } from '../../http/schemas.js';
-import { IncludeTotal } from '../spaces/spaces.schemas.js';
+import { Identifier, IncludeTotal, PageToken, SpaceId, Timestamp, pageSize } from '../../http/schemas.js';
 
 export const SpaceUser = z
   .object({

@@ -29,7 +29,7 @@ export async function listSpaceUsersPage(db: Database, accountId: string, spaceI
     })),
   };
   if (rows.length > input.pageSize && last) result.nextPageToken = encodePageToken(tokenQuery, [last.user_id]);
-  if (input.includeTotal === 'true') result.totalCount = await countSpaceUsers(db, accountId, spaceId);
+  if (input.includeTotal) result.totalCount = await countSpaceUsers(db, accountId, spaceId);
   return result;
 }
 
