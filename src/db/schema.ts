@@ -32,6 +32,21 @@ export interface CredentialsTable {
   status: ColumnType<'enabled' | 'disabled', 'enabled' | 'disabled' | undefined, 'enabled' | 'disabled'>;
   create_time: Generated<Date>;
   last_used_time: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  /** AES-256-GCM (iv ‖ tag ‖ ciphertext) of the secret key under CREDENTIAL_MASTER_KEY; null without a key. */
+  secret_encrypted: ColumnType<Buffer | null, Buffer | null | undefined, Buffer | null>;
+}
+
+export interface PoliciesTable {
+  account_id: string;
+  principal_id: string;
+  statements: ColumnType<PolicyStatementRow[], string, string>;
+  update_time: Timestamp;
+}
+
+export interface PolicyStatementRow {
+  effect: 'allow' | 'deny';
+  actions: string[];
+  resources: string[];
 }
 
 export interface SessionSpacesTable {
@@ -96,6 +111,7 @@ export interface DB {
   accounts: AccountsTable;
   principals: PrincipalsTable;
   credentials: CredentialsTable;
+  policies: PoliciesTable;
   session_spaces: SessionSpacesTable;
   space_users: SpaceUsersTable;
   sessions: SessionsTable;

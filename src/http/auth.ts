@@ -5,21 +5,10 @@ import type { FastifyInstance } from 'fastify';
 import type { Database } from '../db/connect.js';
 import { authenticate } from '../modules/accounts/accounts.service.js';
 import type { Principal } from '../modules/accounts/principal.js';
+import type { Action } from '../modules/iam/policy.js';
 
-/** Operation names of SPEC §2, used in policies. */
-export type Action =
-  | 'session:CreateSessionSpace'
-  | 'session:DescribeSessionSpaces'
-  | 'session:ModifySessionSpace'
-  | 'session:DeleteSessionSpace'
-  | 'session:CreateSession'
-  | 'session:DescribeSessions'
-  | 'session:ModifySession'
-  | 'session:DeleteSession'
-  | 'session:AppendEvent'
-  | 'session:DescribeEvents'
-  | 'session:ExportSession'
-  | 'session:ImportSession';
+export type { Action } from '../modules/iam/policy.js';
+
 
 declare module 'fastify' {
   interface FastifyContextConfig {

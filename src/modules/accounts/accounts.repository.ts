@@ -60,13 +60,19 @@ export async function findCredential(db: Database, secretId: string) {
     .innerJoin('principals', (join) =>
       join.onRef('principals.account_id', '=', 'credentials.account_id').onRef('principals.principal_id', '=', 'credentials.principal_id'),
     )
+    // The policy comes with the credential: one round trip authenticates and authorizes.
+    .leftJoin('policies', (join) =>
+      join.onRef('policies.account_id', '=', 'credentials.account_id').onRef('policies.principal_id', '=', 'credentials.principal_id'),
+    )
     .select([
       'credentials.secret_id',
       'credentials.account_id',
       'credentials.principal_id',
       'credentials.secret_hash',
       'credentials.status',
+      'credentials.last_used_time',
       'principals.kind',
+      'policies.statements',
     ])
     .where('credentials.secret_id', '=', secretId)
     .executeTakeFirst();

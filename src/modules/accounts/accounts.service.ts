@@ -91,5 +91,11 @@ export async function authenticate(db: Database, authorization: string | undefin
   if (!credential || credential.status !== 'enabled' || !secretKeyMatches(credential.secret_hash, parsed.secretKey)) {
     throw new AppError('AuthFailure', 'The credential is unknown, disabled or wrong.');
   }
-  return { accountId: credential.account_id, principalId: credential.principal_id, kind: credential.kind, secretId: credential.secret_id };
+  return {
+    accountId: credential.account_id,
+    principalId: credential.principal_id,
+    kind: credential.kind,
+    secretId: credential.secret_id,
+    statements: credential.kind === 'root' ? [] : (credential.statements ?? []),
+  };
 }
