@@ -8,8 +8,10 @@ import { jsonSchemaTransform, jsonSchemaTransformObject, serializerCompiler, val
 import type { Limits } from './config.js';
 import type { Database } from './db/connect.js';
 import { registerAuthentication } from './http/auth.js';
+import { registerAuthorization } from './http/authorization.js';
 import { registerBodyNestingLimit } from './http/body-nesting.js';
 import { registerErrorHandling } from './http/error-handler.js';
+import { registerRateLimit } from './http/rate-limit.js';
 import type { AppDeps, ZodApp } from './http/zod-app.js';
 import { healthRoutes } from './modules/health/health.routes.js';
 import { v1Routes } from './routes.js';
@@ -17,13 +19,15 @@ import { v1Routes } from './routes.js';
 export interface BuildAppOptions {
   db: Database;
   limits: Limits;
+  /** CREDENTIAL_MASTER_KEY (32 bytes): new secret keys are also stored encrypted under it. */
+  credentialMasterKey?: Buffer | undefined;
   /** A pino logger, or false for none (tests). */
   logger?: FastifyBaseLogger | false;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
-export async function buildApp({ db, limits, logger = false }: BuildAppOptions): Promise<FastifyInstance> {
+export async function buildApp({ db, limits, credentialMasterKey, logger = false }: BuildAppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     ...(logger ? { loggerInstance: logger } : { logger: false }),
     bodyLimit: limits.bodyBytes,
@@ -65,6 +69,7 @@ export async function buildApp({ db, limits, logger = false }: BuildAppOptions):
         { name: 'spaces', description: 'Session spaces' },
         { name: 'sessions', description: 'Sessions of business users' },
         { name: 'events', description: 'Append-only event history' },
+        { name: 'iam', description: 'Sub-accounts, their policies, and credentials' },
         { name: 'health', description: 'Liveness and readiness' },
       ],
     },
@@ -74,11 +79,13 @@ export async function buildApp({ db, limits, logger = false }: BuildAppOptions):
   await app.register(swaggerUi, { routePrefix: '/docs' });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
-  const deps: AppDeps = { db, limits };
+  const deps: AppDeps = { db, limits, credentialMasterKey };
   await app.register(async (scope) => healthRoutes(scope as ZodApp, deps));
   await app.register(
     async (scope) => {
       registerAuthentication(scope, db);
+      registerAuthorization(scope, db);
+      await registerRateLimit(scope, limits);
       await v1Routes(scope as ZodApp, deps);
     },
     { prefix: '/v1' },

@@ -19,6 +19,11 @@ const environmentSchema = z.object({
     .string()
     .regex(/^AKID[A-Za-z0-9]{32}\.[A-Za-z0-9_-]{43,128}$/, 'must be <secretId>.<secretKey>: AKID + 32 base62 characters, a dot, then 43 to 128 base64url characters')
     .optional(),
+  // Encrypts the stored copy of each new secret key (AES-256-GCM); without it none is stored.
+  CREDENTIAL_MASTER_KEY: z
+    .string()
+    .refine((value) => /^[A-Za-z0-9+/]+={0,2}$/.test(value) && Buffer.from(value, 'base64').length === 32, 'must be the base64 encoding of exactly 32 bytes (e.g. `openssl rand -base64 32`)')
+    .optional(),
   DB_POOL_MAX: int(1, 10),
   DB_STATEMENT_TIMEOUT_MS: int(100, 10_000),
   DB_CONNECT_TIMEOUT_MS: int(100, 5_000),
@@ -31,6 +36,8 @@ const environmentSchema = z.object({
   MAX_TITLE_CHARS: int(1, 256),
   MAX_FILTER_VALUES: int(1, 100),
   MAX_FILTERS: int(1, 10),
+  RATE_LIMIT_MAX: int(0, 1200),
+  RATE_LIMIT_WINDOW_MS: int(1000, 60_000),
 });
 
 export interface Limits {
@@ -43,6 +50,9 @@ export interface Limits {
   titleChars: number;
   filterValues: number;
   filters: number;
+  /** Requests per credential per window and instance; 0 turns rate limiting off. */
+  rateLimitMax: number;
+  rateLimitWindowMs: number;
 }
 
 export interface Config {
@@ -53,6 +63,8 @@ export interface Config {
     | { kind: 'pglite'; dataDir: string; statementTimeoutMs: number };
   logLevel: z.infer<typeof environmentSchema>['LOG_LEVEL'];
   rootApiKey: string | undefined;
+  /** 32 bytes from CREDENTIAL_MASTER_KEY, or undefined when it is not set. */
+  credentialMasterKey: Buffer | undefined;
   limits: Limits;
 }
 
@@ -73,6 +85,8 @@ function limitsFrom(env: z.infer<typeof environmentSchema>): Limits {
     titleChars: env.MAX_TITLE_CHARS,
     filterValues: env.MAX_FILTER_VALUES,
     filters: env.MAX_FILTERS,
+    rateLimitMax: env.RATE_LIMIT_MAX,
+    rateLimitWindowMs: env.RATE_LIMIT_WINDOW_MS,
   };
 }
 
@@ -100,6 +114,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       : { kind: 'pglite', dataDir: e.DATA_DIR, statementTimeoutMs: e.DB_STATEMENT_TIMEOUT_MS },
     logLevel: e.LOG_LEVEL,
     rootApiKey: e.ROOT_API_KEY,
+    credentialMasterKey: e.CREDENTIAL_MASTER_KEY ? Buffer.from(e.CREDENTIAL_MASTER_KEY, 'base64') : undefined,
     limits: limitsFrom(e),
   };
 }

@@ -17,11 +17,11 @@ async function main(): Promise<void> {
 
   // The embedded mode (and any setup that pins ROOT_API_KEY) gets a ready `default` account.
   if (database.kind === 'pglite' || config.rootApiKey) {
-    const created = await ensureEmbeddedAccount(database.db, config.rootApiKey);
+    const created = await ensureEmbeddedAccount(database.db, { pinnedToken: config.rootApiKey, masterKey: config.credentialMasterKey });
     if (created && !config.rootApiKey) printRootCredentialOnce(created.rootCredential.token, created.defaultSpaceId);
   }
 
-  const app = await buildApp({ db: database.db, limits: config.limits, logger });
+  const app = await buildApp({ db: database.db, limits: config.limits, credentialMasterKey: config.credentialMasterKey, logger });
   closeWithGrace({ delay: 10_000, logger }, async ({ signal, err }) => {
     if (err) logger.error({ err }, 'shutting down after an error');
     else logger.info({ signal }, 'shutting down');

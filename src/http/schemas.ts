@@ -47,7 +47,7 @@ export const ErrorBody = z
   })
   .meta({ id: 'Error' });
 
-const ALWAYS: ErrorCode[] = ['InvalidParameter', 'MissingParameter', 'AuthFailure', 'RequestLimitExceeded', 'InternalError', 'ResourceUnavailable.Database'];
+const ALWAYS: ErrorCode[] = ['InvalidParameter', 'MissingParameter', 'AuthFailure', 'UnauthorizedOperation', 'RequestLimitExceeded', 'InternalError', 'ResourceUnavailable.Database'];
 
 /**
  * Error responses of a route for its schema: the codes every authenticated route can answer with,

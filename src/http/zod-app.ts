@@ -11,4 +11,6 @@ export type ZodApp = FastifyInstance<RawServerDefault, IncomingMessage, ServerRe
 export interface AppDeps {
   db: Database;
   limits: Limits;
+  /** Encrypts the stored copy of new secret keys; none is stored without it. */
+  credentialMasterKey?: Buffer | undefined;
 }

@@ -42,6 +42,18 @@ describe('the OpenAPI document', () => {
         'POST /v1/spaces/{spaceId}/users/{userId}/sessions/{sessionId}/events',
         'GET /v1/spaces/{spaceId}/users/{userId}/sessions/{sessionId}/events',
         'GET /v1/spaces/{spaceId}/users/{userId}/sessions/{sessionId}/events/{eventId}',
+        'POST /v1/iam/subaccounts',
+        'GET /v1/iam/subaccounts',
+        'GET /v1/iam/subaccounts/{subAccountId}',
+        'DELETE /v1/iam/subaccounts/{subAccountId}',
+        'PUT /v1/iam/subaccounts/{subAccountId}/policy',
+        'GET /v1/iam/subaccounts/{subAccountId}/policy',
+        'POST /v1/iam/subaccounts/{subAccountId}/credentials',
+        'GET /v1/iam/subaccounts/{subAccountId}/credentials',
+        'POST /v1/iam/credentials',
+        'GET /v1/iam/credentials',
+        'PATCH /v1/iam/credentials/{secretId}',
+        'DELETE /v1/iam/credentials/{secretId}',
       ].sort(),
     );
   });
@@ -50,7 +62,7 @@ describe('the OpenAPI document', () => {
     expect(operation.summary).toEqual(expect.any(String));
     const statuses = Object.keys(operation.responses);
     expect(statuses.some((status) => status.startsWith('2'))).toBe(true);
-    for (const status of ['400', '401', '500', '503']) expect(statuses).toContain(status);
+    for (const status of ['400', '401', '403', '429', '500', '503']) expect(statuses).toContain(status);
     for (const status of statuses.filter((s) => Number(s) >= 400)) {
       expect(operation.responses[status]!.content!['application/json']!.schema!.$ref).toBe('#/components/schemas/Error');
     }

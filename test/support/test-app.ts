@@ -19,9 +19,9 @@ export interface TestApp {
 
 let accountCounter = 0;
 
-export async function createTestApp(options: { limits?: Partial<Limits>; poolMax?: number } = {}): Promise<TestApp> {
+export async function createTestApp(options: { limits?: Partial<Limits>; poolMax?: number; credentialMasterKey?: Buffer } = {}): Promise<TestApp> {
   const database = await createTestDatabase({ poolMax: options.poolMax });
-  const app = await buildApp({ db: database.db, limits: { ...DEFAULT_LIMITS, ...options.limits } });
+  const app = await buildApp({ db: database.db, limits: { ...DEFAULT_LIMITS, ...options.limits }, credentialMasterKey: options.credentialMasterKey });
   await app.ready();
   const newAccount = (name = `account-${process.pid}-${++accountCounter}`) => createAccount(database.db, name);
   const account = await newAccount();

@@ -35,6 +35,8 @@ describe('loadConfig', () => {
       titleChars: 256,
       filterValues: 100,
       filters: 10,
+      rateLimitMax: 1200,
+      rateLimitWindowMs: 60_000,
     });
   });
 

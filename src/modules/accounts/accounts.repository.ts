@@ -1,4 +1,4 @@
-import type { Transaction } from 'kysely';
+import { type Transaction, sql } from 'kysely';
 import type { Database } from '../../db/connect.js';
 import type { DB } from '../../db/schema.js';
 
@@ -31,8 +31,9 @@ export async function insertDefaultSpace(trx: Transaction<DB>, accountId: string
 
 export async function upsertCredential(
   db: Database | Transaction<DB>,
-  credential: { accountId: string; principalId: string; secretId: string; secretHash: Buffer },
+  credential: { accountId: string; principalId: string; secretId: string; secretHash: Buffer; secretEncrypted?: Buffer | null },
 ): Promise<void> {
+  const secretEncrypted = credential.secretEncrypted ?? null;
   await db
     .insertInto('credentials')
     .values({
@@ -40,11 +41,12 @@ export async function upsertCredential(
       account_id: credential.accountId,
       principal_id: credential.principalId,
       secret_hash: credential.secretHash,
+      secret_encrypted: secretEncrypted,
     })
     .onConflict((oc) =>
       oc
         .column('secret_id')
-        .doUpdateSet({ secret_hash: credential.secretHash, status: 'enabled' })
+        .doUpdateSet({ secret_hash: credential.secretHash, secret_encrypted: secretEncrypted, status: 'enabled' })
         .where('credentials.account_id', '=', credential.accountId),
     )
     .execute();
@@ -76,4 +78,70 @@ export async function findCredential(db: Database, secretId: string) {
     ])
     .where('credentials.secret_id', '=', secretId)
     .executeTakeFirst();
+}
+
+/** Every account with how many credentials (root and sub-accounts) it holds; never a secret. */
+export async function listAccountsWithCredentialCounts(db: Database) {
+  return db
+    .selectFrom('accounts')
+    .leftJoin('credentials', 'credentials.account_id', 'accounts.account_id')
+    .select((eb) => ['accounts.account_id', 'accounts.name', 'accounts.create_time', eb.fn.count<number>('credentials.secret_id').as('credential_count')])
+    .groupBy(['accounts.account_id', 'accounts.name', 'accounts.create_time'])
+    .orderBy('accounts.create_time')
+    .orderBy('accounts.account_id')
+    .execute();
+}
+
+/** Locks the account row so that two rotations of its root credential run one after the other. */
+export async function lockAccountByName(trx: Transaction<DB>, name: string) {
+  return trx.selectFrom('accounts').select(['account_id', 'name']).where('name', '=', name).forUpdate().executeTakeFirst();
+}
+
+export async function insertCredential(
+  trx: Transaction<DB>,
+  credential: { accountId: string; principalId: string; secretId: string; secretHash: Buffer; secretEncrypted: Buffer | null },
+): Promise<void> {
+  await trx
+    .insertInto('credentials')
+    .values({
+      secret_id: credential.secretId,
+      account_id: credential.accountId,
+      principal_id: credential.principalId,
+      secret_hash: credential.secretHash,
+      secret_encrypted: credential.secretEncrypted,
+    })
+    .execute();
+}
+
+/** Deletes the root credentials of an account except `keepSecretId`; answers the deleted ids. */
+export async function deleteRootCredentialsExcept(trx: Transaction<DB>, accountId: string, keepSecretId: string): Promise<string[]> {
+  const deleted = await trx
+    .deleteFrom('credentials')
+    .where('account_id', '=', accountId)
+    .where('principal_id', '=', ROOT_PRINCIPAL_ID)
+    .where('secret_id', '<>', keepSecretId)
+    .returning('secret_id')
+    .execute();
+  return deleted.map((row) => row.secret_id);
+}
+
+/** How stale last_used_time may get: writing it on every request would turn each read into a write. */
+export const LAST_USED_RESOLUTION_SECONDS = 60;
+
+/**
+ * Records a use of the credential unless one was recorded within the last minute. The condition
+ * is repeated in SQL so that concurrent requests with one credential write it once.
+ */
+export async function touchCredentialLastUsed(db: Database, secretId: string): Promise<void> {
+  await db
+    .updateTable('credentials')
+    .set({ last_used_time: sql<Date>`date_trunc('milliseconds', now())` })
+    .where('secret_id', '=', secretId)
+    .where((eb) =>
+      eb.or([
+        eb('last_used_time', 'is', null),
+        eb('last_used_time', '<', sql<Date>`now() - make_interval(secs => ${LAST_USED_RESOLUTION_SECONDS})`),
+      ]),
+    )
+    .execute();
 }

@@ -4,16 +4,23 @@ import { AppError } from '../../errors.js';
 import type { Database } from '../../db/connect.js';
 import { newAccountId, newSpaceId } from '../../lib/ids.js';
 import {
+  LAST_USED_RESOLUTION_SECONDS,
   ROOT_PRINCIPAL_ID,
+  deleteRootCredentialsExcept,
   findAccountByName,
   findCredential,
   insertAccountIfAbsent,
+  insertCredential,
   insertDefaultSpace,
   insertRootPrincipal,
+  listAccountsWithCredentialCounts,
+  lockAccountByName,
+  touchCredentialLastUsed,
   upsertCredential,
 } from './accounts.repository.js';
 import { type IssuedCredential, hashSecretKey, issueCredential, parseToken, secretKeyMatches } from './credentials.js';
 import type { Principal } from './principal.js';
+import { encryptSecret } from './secret-box.js';
 
 export const EMBEDDED_ACCOUNT_NAME = 'default';
 
@@ -28,11 +35,17 @@ export class AccountExistsError extends Error {
   override name = 'AccountExistsError';
 }
 
-/**
- * Creates an account with its root principal, default space and a root credential. `pinnedToken`
- * (a `<secretId>.<secretKey>` chosen by the operator, e.g. ROOT_API_KEY) replaces the generated one.
- */
-export async function createAccount(db: Database, name: string, pinnedToken?: string): Promise<CreatedAccount> {
+export interface BootstrapOptions {
+  /** A `<secretId>.<secretKey>` chosen by the operator (e.g. ROOT_API_KEY) instead of a generated one. */
+  pinnedToken?: string;
+  /** CREDENTIAL_MASTER_KEY: when set, an AES-256-GCM copy of the secret is stored too. */
+  masterKey?: Buffer;
+}
+
+const sealed = (masterKey: Buffer | undefined, secretKey: string) => (masterKey ? encryptSecret(masterKey, secretKey) : null);
+
+/** Creates an account with its root principal, default space and a root credential. */
+export async function createAccount(db: Database, name: string, { pinnedToken, masterKey }: BootstrapOptions = {}): Promise<CreatedAccount> {
   const credential = pinnedToken ? pinnedCredential(pinnedToken) : issueCredential();
   const accountId = newAccountId();
   const defaultSpaceId = newSpaceId();
@@ -45,6 +58,7 @@ export async function createAccount(db: Database, name: string, pinnedToken?: st
       principalId: ROOT_PRINCIPAL_ID,
       secretId: credential.secretId,
       secretHash: hashSecretKey(credential.secretKey),
+      secretEncrypted: sealed(masterKey, credential.secretKey),
     });
   });
   return { accountId, name, defaultSpaceId, rootCredential: credential };
@@ -55,11 +69,12 @@ export async function createAccount(db: Database, name: string, pinnedToken?: st
  * credential is shown once) only when this call created it. A pinned ROOT_API_KEY is (re)installed
  * on every start so that development and compose setups can rely on it.
  */
-export async function ensureEmbeddedAccount(db: Database, pinnedToken?: string): Promise<CreatedAccount | undefined> {
+export async function ensureEmbeddedAccount(db: Database, options: BootstrapOptions = {}): Promise<CreatedAccount | undefined> {
+  const { pinnedToken, masterKey } = options;
   const existing = await findAccountByName(db, EMBEDDED_ACCOUNT_NAME);
   if (!existing) {
     try {
-      return await createAccount(db, EMBEDDED_ACCOUNT_NAME, pinnedToken);
+      return await createAccount(db, EMBEDDED_ACCOUNT_NAME, options);
     } catch (error) {
       if (!(error instanceof AccountExistsError)) throw error; // another instance won the race
       return undefined;
@@ -67,7 +82,13 @@ export async function ensureEmbeddedAccount(db: Database, pinnedToken?: string):
   }
   if (pinnedToken) {
     const { secretId, secretKey } = pinnedCredential(pinnedToken);
-    await upsertCredential(db, { accountId: existing.account_id, principalId: ROOT_PRINCIPAL_ID, secretId, secretHash: hashSecretKey(secretKey) });
+    await upsertCredential(db, {
+      accountId: existing.account_id,
+      principalId: ROOT_PRINCIPAL_ID,
+      secretId,
+      secretHash: hashSecretKey(secretKey),
+      secretEncrypted: sealed(masterKey, secretKey),
+    });
   }
   return undefined;
 }
@@ -91,6 +112,7 @@ export async function authenticate(db: Database, authorization: string | undefin
   if (!credential || credential.status !== 'enabled' || !secretKeyMatches(credential.secret_hash, parsed.secretKey)) {
     throw new AppError('AuthFailure', 'The credential is unknown, disabled or wrong.');
   }
+  await recordUse(db, credential.secret_id, credential.last_used_time);
   return {
     accountId: credential.account_id,
     principalId: credential.principal_id,
@@ -98,4 +120,74 @@ export async function authenticate(db: Database, authorization: string | undefin
     secretId: credential.secret_id,
     statements: credential.kind === 'root' ? [] : (credential.statements ?? []),
   };
+}
+
+export class AccountNotFoundError extends Error {
+  override name = 'AccountNotFoundError';
+}
+
+export interface AccountSummary {
+  accountId: string;
+  name: string;
+  createTime: string;
+  credentialCount: number;
+}
+
+/** For the operator: every account and how many credentials it holds. No secret, no hash. */
+export async function listAccounts(db: Database): Promise<AccountSummary[]> {
+  const rows = await listAccountsWithCredentialCounts(db);
+  return rows.map((row) => ({
+    accountId: row.account_id,
+    name: row.name,
+    createTime: row.create_time.toISOString(),
+    credentialCount: Number(row.credential_count),
+  }));
+}
+
+export interface RotatedRootCredential {
+  accountId: string;
+  name: string;
+  rootCredential: IssuedCredential;
+  /** secretIds of the previous root credentials deleted by the rotation (none with keepOld). */
+  revokedSecretIds: string[];
+}
+
+/**
+ * Issues a new root credential for the account named `name` and, unless `keepOld`, deletes its
+ * previous root credentials in the same transaction: there is never a moment without a working
+ * root credential, and the old ones stop working the moment the new one exists.
+ */
+export async function rotateRootCredential(
+  db: Database,
+  name: string,
+  options: { keepOld?: boolean; masterKey?: Buffer | undefined } = {},
+): Promise<RotatedRootCredential> {
+  const credential = issueCredential();
+  return db.transaction().execute(async (trx) => {
+    const account = await lockAccountByName(trx, name);
+    if (!account) throw new AccountNotFoundError(`no account named "${name}"`);
+    await insertCredential(trx, {
+      accountId: account.account_id,
+      principalId: ROOT_PRINCIPAL_ID,
+      secretId: credential.secretId,
+      secretHash: hashSecretKey(credential.secretKey),
+      secretEncrypted: sealed(options.masterKey, credential.secretKey),
+    });
+    const revokedSecretIds = options.keepOld ? [] : await deleteRootCredentialsExcept(trx, account.account_id, credential.secretId);
+    return { accountId: account.account_id, name: account.name, rootCredential: credential, revokedSecretIds };
+  });
+}
+
+/**
+ * Keeps last_used_time within a minute of the truth with one write per credential per minute. A
+ * failure of that bookkeeping must not fail the request: the next request within the minute
+ * simply tries again.
+ */
+async function recordUse(db: Database, secretId: string, lastUsedTime: Date | null): Promise<void> {
+  if (lastUsedTime && Date.now() - lastUsedTime.getTime() < LAST_USED_RESOLUTION_SECONDS * 1000) return;
+  try {
+    await touchCredentialLastUsed(db, secretId);
+  } catch {
+    // Deliberately ignored (see above); a database that is really down fails the request elsewhere.
+  }
 }

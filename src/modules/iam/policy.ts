@@ -53,7 +53,10 @@ export const PolicyStatement = z.strictObject({
     .array(
       z
         .string()
-        .regex(ACTION_PATTERN, 'must be an action name such as session:DescribeSessions, with optional * wildcards (session:Describe*, session:*)')
+        .regex(ACTION_PATTERN, {
+          message: 'must be an action name such as session:DescribeSessions, with optional * wildcards (session:Describe*, session:*)',
+          abort: true, // a malformed name is not also reported as "matches no known action"
+        })
         .refine(matchesAnyKnownAction, 'matches no known action'),
     )
     .min(1)

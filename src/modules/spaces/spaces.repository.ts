@@ -3,6 +3,7 @@ import { type Expression, type ExpressionBuilder, type SqlBool, type Transaction
 import type { Database } from '../../db/connect.js';
 import { containsPattern } from '../../db/like.js';
 import type { DB, SpaceRow } from '../../db/schema.js';
+import type { SpaceVisibility } from '../iam/policy.js';
 
 type Executor = Database | Transaction<DB>;
 
@@ -10,6 +11,8 @@ export interface SpaceFilters {
   name?: string | undefined;
   nameLike?: string | undefined;
   descriptionLike?: string | undefined;
+  /** A sub-account's view (SPEC §2: lists never leak); undefined for the root, which sees all. */
+  visibility?: SpaceVisibility | undefined;
 }
 
 /** Position after the last space of a page, in list order (create_time, space_id). */
@@ -45,6 +48,12 @@ function matchesFilters(accountId: string, filters: SpaceFilters) {
     if (filters.nameLike !== undefined) conditions.push(sql<boolean>`name LIKE ${containsPattern(filters.nameLike)} ESCAPE '\\'`);
     if (filters.descriptionLike !== undefined) {
       conditions.push(sql<boolean>`description LIKE ${containsPattern(filters.descriptionLike)} ESCAPE '\\'`);
+    }
+    const visibility = filters.visibility;
+    if (visibility?.kind === 'only') {
+      conditions.push(visibility.spaceIds.length > 0 ? eb('space_id', 'in', visibility.spaceIds) : sql<boolean>`false`);
+    } else if (visibility?.kind === 'all-except' && visibility.spaceIds.length > 0) {
+      conditions.push(eb('space_id', 'not in', visibility.spaceIds));
     }
     return eb.and(conditions);
   };

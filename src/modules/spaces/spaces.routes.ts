@@ -30,12 +30,12 @@ export async function spacesRoutes(app: ZodApp, { db }: AppDeps): Promise<void> 
       schema: {
         tags: ['spaces'],
         summary: 'List session spaces',
-        description: 'Oldest first (by createTime, then spaceId), with keyset paging.',
+        description: 'Oldest first (by createTime, then spaceId), with keyset paging. A sub-account sees only the spaces its policy lets it describe.',
         querystring: ListSpacesQuery,
         response: { 200: ListSpacesResponse, ...errorResponses('InvalidParameter.PageToken', 'UnauthorizedOperation') },
       },
     },
-    async (request) => listSpacesPage(db, request.principal.accountId, request.query),
+    async (request) => listSpacesPage(db, request.principal, request.query),
   );
 
   app.get(

@@ -4,6 +4,8 @@ import type { Database } from '../../db/connect.js';
 import { AppError } from '../../errors.js';
 import { decodePageToken, encodePageToken } from '../../http/page-token.js';
 import { newSpaceId } from '../../lib/ids.js';
+import type { Principal } from '../accounts/principal.js';
+import { visibleSpaces } from '../iam/policy.js';
 import { findSpaceOrThrow } from './space-lookup.js';
 import {
   type SpaceCursor,
@@ -39,20 +41,31 @@ export interface SpacePage {
   totalCount?: number;
 }
 
-export async function listSpacesPage(db: Database, accountId: string, input: ListSpacesInput): Promise<SpacePage> {
+/**
+ * Lists the spaces the caller may describe (SPEC §2: a sub-account sees only those), filtered in
+ * SQL so that paging and totalCount count only visible spaces.
+ */
+export async function listSpacesPage(db: Database, principal: Principal, input: ListSpacesInput): Promise<SpacePage> {
+  const { accountId } = principal;
   const filters = { name: input.name, nameLike: input.nameLike, descriptionLike: input.descriptionLike };
-  // The resource name keeps a token of another list from being accepted here.
+  // The resource name keeps a token of another list from being accepted here. The policy stays
+  // out of the fingerprint: a token only carries a position inside the caller's account, and the
+  // visibility is applied again on every page.
   const tokenQuery = { list: 'spaces', ...filters };
   const after = input.pageToken ? toCursor(decodePageToken(input.pageToken, tokenQuery)) : undefined;
+  const visibility = principal.kind === 'root' ? undefined : visibleSpaces(principal.statements, 'session:DescribeSessionSpaces');
+  if (visibility?.kind === 'only' && visibility.spaceIds.length === 0) {
+    return { spaces: [], ...(input.includeTotal ? { totalCount: 0 } : {}) };
+  }
 
-  const rows = await listSpaces(db, accountId, filters, after, input.pageSize + 1);
+  const rows = await listSpaces(db, accountId, { ...filters, visibility }, after, input.pageSize + 1);
   const page = rows.slice(0, input.pageSize);
   const last = page.at(-1);
   const result: SpacePage = { spaces: page.map(toSpaceView) };
   if (rows.length > input.pageSize && last) {
     result.nextPageToken = encodePageToken(tokenQuery, [last.create_time.toISOString(), last.space_id]);
   }
-  if (input.includeTotal) result.totalCount = await countSpaces(db, accountId, filters);
+  if (input.includeTotal) result.totalCount = await countSpaces(db, accountId, { ...filters, visibility });
   return result;
 }
 
