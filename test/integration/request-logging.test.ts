@@ -98,4 +98,25 @@ describe('request logging', () => {
     expect(text).not.toContain('Bearer');
     expect(text.toLowerCase()).not.toContain('authorization');
   });
+
+  it('never writes the secrets that IAM issues, nor the tokens they are used with', async () => {
+    raw = [];
+    const authorization = `Bearer ${account.rootCredential.token}`;
+    const json = { authorization, 'content-type': 'application/json' };
+    const sub = await app.inject({ method: 'POST', url: '/v1/iam/subaccounts', headers: json, payload: { name: 'logged-sub' } });
+    expect(sub.statusCode).toBe(201);
+    const issued = [
+      await app.inject({ method: 'POST', url: `/v1/iam/subaccounts/${sub.json().subAccountId}/credentials`, headers: { authorization } }),
+      await app.inject({ method: 'POST', url: '/v1/iam/credentials', headers: { authorization } }),
+    ];
+    for (const res of issued) {
+      expect(res.statusCode).toBe(201);
+      // Using the new credential, even where its (empty) policy refuses, logs nothing secret either.
+      await app.inject({ method: 'GET', url: '/v1/spaces', headers: { authorization: `Bearer ${res.json().token}` } });
+    }
+    const text = raw.join('');
+    expect(requestLines()).toHaveLength(5);
+    for (const res of issued) expect(text).not.toContain(res.json().secretKey);
+    expect(text).not.toContain('Bearer');
+  });
 });
