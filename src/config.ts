@@ -38,6 +38,9 @@ const environmentSchema = z.object({
   MAX_FILTERS: int(1, 10),
   RATE_LIMIT_MAX: int(0, 1200),
   RATE_LIMIT_WINDOW_MS: int(1000, 60_000),
+  SWEEP_INTERVAL_MS: int(0, 60_000),
+  // Bounded so that one sweep stays one short transaction.
+  SWEEP_BATCH_SIZE: z.coerce.number().int().min(1).max(10_000).default(500),
 });
 
 export interface Limits {
@@ -66,6 +69,8 @@ export interface Config {
   /** 32 bytes from CREDENTIAL_MASTER_KEY, or undefined when it is not set. */
   credentialMasterKey: Buffer | undefined;
   limits: Limits;
+  /** The expired-session sweeper; intervalMs 0 turns it off on this instance. */
+  sweeper: { intervalMs: number; batchSize: number };
 }
 
 export class ConfigError extends Error {
@@ -116,5 +121,6 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     rootApiKey: e.ROOT_API_KEY,
     credentialMasterKey: e.CREDENTIAL_MASTER_KEY ? Buffer.from(e.CREDENTIAL_MASTER_KEY, 'base64') : undefined,
     limits: limitsFrom(e),
+    sweeper: { intervalMs: e.SWEEP_INTERVAL_MS, batchSize: e.SWEEP_BATCH_SIZE },
   };
 }

@@ -6,6 +6,7 @@ import { ConfigError, loadConfig } from './config.js';
 import { openDatabase } from './db/connect.js';
 import { migrateToLatest } from './db/migrate.js';
 import { ensureEmbeddedAccount } from './modules/accounts/accounts.service.js';
+import { type ExpirySweeper, startExpirySweeper } from './modules/sessions/expiry-sweeper.js';
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
@@ -21,11 +22,16 @@ async function main(): Promise<void> {
     if (created && !config.rootApiKey) printRootCredentialOnce(created.rootCredential.token, created.defaultSpaceId);
   }
 
+  // Each instance sweeps; SKIP LOCKED keeps several sweepers off each other's rows.
+  const sweeper: ExpirySweeper | undefined =
+    config.sweeper.intervalMs > 0 ? startExpirySweeper(database.db, { ...config.sweeper, logger }) : undefined;
+
   const app = await buildApp({ db: database.db, limits: config.limits, credentialMasterKey: config.credentialMasterKey, logger });
   closeWithGrace({ delay: 10_000, logger }, async ({ signal, err }) => {
     if (err) logger.error({ err }, 'shutting down after an error');
     else logger.info({ signal }, 'shutting down');
     await app.close(); // stops accepting, lets in-flight requests finish
+    await sweeper?.stop(); // waits for a sweep in flight, which needs the database
     await database.close();
   });
   await app.listen({ port: config.port, host: config.host });

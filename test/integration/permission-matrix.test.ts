@@ -122,8 +122,22 @@ const SESSION_ROWS: Row[] = (['A', 'B'] as const).flatMap((key) => {
     row('POST /v1/spaces/{spaceId}/users/{userId}/sessions/{sessionId}/events', target, (w) => ({ method: 'POST', url: `${sessionUrl(s(w))}/events`, payload: { eventId: fresh('e'), author: 'user' } }), ...write(201)),
     row('GET /v1/spaces/{spaceId}/users/{userId}/sessions/{sessionId}/events', target, (w) => ({ method: 'GET', url: `${sessionUrl(s(w))}/events` }), ...read),
     row('GET /v1/spaces/{spaceId}/users/{userId}/sessions/{sessionId}/events/{eventId}', target, (w) => ({ method: 'GET', url: `${sessionUrl(s(w))}/events/${s(w).eventId}` }), ...read),
+    row('GET /v1/spaces/{spaceId}/users/{userId}/state', target, (w) => ({ method: 'GET', url: `${spaceUrl(s(w))}/users/${s(w).userId}/state` }), ...read),
+    row('GET /v1/spaces/{spaceId}/users/{userId}/sessions/{sessionId}/context', target, (w) => ({ method: 'GET', url: `${sessionUrl(s(w))}/context` }), ...read),
+    row('PUT /v1/spaces/{spaceId}/users/{userId}/sessions/{sessionId}/context', target, (w) => ({ method: 'PUT', url: `${sessionUrl(s(w))}/context`, payload: { memo: { note: fresh('memo') } } }), ...write(200)),
+    // Export is its own action: the read-only policy (session:Describe*) does not include it.
+    row('GET /v1/spaces/{spaceId}/users/{userId}/sessions/{sessionId}/export', target, (w) => ({ method: 'GET', url: `${sessionUrl(s(w))}/export` }), ...write(200)),
+    row('POST /v1/spaces/{spaceId}/sessions/import', target, async (w) => ({ method: 'POST', url: `${spaceUrl(s(w))}/sessions/import`, payload: await exportedUnderNewId(w, s(w)) }), ...write(201)),
   ];
 });
+
+/** An export document of the fixture session, renamed so that importing it creates a new session. */
+async function exportedUnderNewId(w: World, s: SpaceFixture): Promise<Record<string, unknown>> {
+  const res = await w.t.request({ method: 'GET', url: `${sessionUrl(s)}/export` });
+  expect(res.statusCode).toBe(200);
+  const document = res.json() as { session: Record<string, unknown> };
+  return { ...document, session: { ...document.session, sessionId: fresh('imported') } };
+}
 
 // IAM operations act on the resource `account`: only the root (or a sub allowed iam:* on *) may
 // call them. Another account's root reaches only its own account: this one's sub-accounts and

@@ -24,6 +24,7 @@ describe('loadConfig', () => {
       logLevel: 'info',
       rootApiKey: undefined,
       limits: DEFAULT_LIMITS,
+      sweeper: { intervalMs: 60_000, batchSize: 500 },
     });
     expect(DEFAULT_LIMITS).toEqual({
       bodyBytes: 1024 * 1024,
@@ -61,6 +62,8 @@ describe('loadConfig', () => {
       ROOT_API_KEY: VALID_KEY,
       MAX_BODY_BYTES: '2048',
       MAX_BATCH_EVENTS: '10',
+      SWEEP_INTERVAL_MS: '0',
+      SWEEP_BATCH_SIZE: '50',
     });
     expect(config).toMatchObject({
       port: 9000,
@@ -69,6 +72,7 @@ describe('loadConfig', () => {
       logLevel: 'debug',
       rootApiKey: VALID_KEY,
       limits: { ...DEFAULT_LIMITS, bodyBytes: 2048, batchEvents: 10 },
+      sweeper: { intervalMs: 0, batchSize: 50 },
     });
   });
 
@@ -91,6 +95,9 @@ describe('loadConfig', () => {
     ['LOG_LEVEL', { LOG_LEVEL: 'loud' }],
     ['MAX_BODY_BYTES', { MAX_BODY_BYTES: '10' }],
     ['DB_POOL_MAX', { DB_POOL_MAX: '0' }],
+    ['SWEEP_INTERVAL_MS', { SWEEP_INTERVAL_MS: '-1' }],
+    ['SWEEP_BATCH_SIZE', { SWEEP_BATCH_SIZE: '0' }],
+    ['SWEEP_BATCH_SIZE', { SWEEP_BATCH_SIZE: '10001' }],
   ])('names %s in the error for %j', (variable, env) => {
     const error = configErrorFor(env);
     expect(error.name).toBe('ConfigError');

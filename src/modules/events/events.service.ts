@@ -11,9 +11,11 @@ import { assertIfMatch } from '../../http/preconditions.js';
 import { canonicalJson, sha256 } from '../../lib/canonical-json.js';
 import { newEventId } from '../../lib/ids.js';
 import { type SessionView, toSessionView } from '../sessions/session.model.js';
+import { assertStateWithinLimit, lockSharedStates, saveSharedStates } from '../sessions/sessions.service.js';
 import { findSpaceOrThrow } from '../spaces/space-lookup.js';
 import { jsonBytes, jsonDepth } from '../../lib/json-measure.js';
-import { applyStateDelta } from '../state/state-delta.js';
+import { type ScopedStates, type StoredScope, applyScopedDelta, scopesTouched, withoutTempKeys } from '../state/scoped-state.js';
+import type { StateDeltaMode } from '../state/state-delta.js';
 import { type EventView, toEventView } from './event.model.js';
 import {
   type EventFilters,
@@ -70,10 +72,10 @@ export async function appendEvents(
       storedBySeq.set(row.seq, row);
     }
 
-    let state = session.state;
     let lastSeq = session.event_count;
     const newRows: Insertable<EventsTable>[] = [];
     const resultSeqs: number[] = [];
+    const deltas: { delta: JsonObject; mode: StateDeltaMode | undefined }[] = [];
     for (const { event, field, payloadHash } of prepared) {
       // An id seen before (stored, or earlier in this batch) is a replay when the payload is the
       // same: the stored event is answered and its delta is not applied again.
@@ -89,30 +91,34 @@ export async function appendEvents(
       byEventId.set(row.event_id, { seq: lastSeq, payload_hash: payloadHash });
       resultSeqs.push(lastSeq);
       const delta = event.actions?.stateDelta;
-      if (delta !== undefined) state = applyStateDelta(state, delta as JsonObject, event.actions?.stateDeltaMode);
+      if (delta !== undefined) deltas.push({ delta: delta as JsonObject, mode: event.actions?.stateDeltaMode });
     }
 
     if (newRows.length === 0) {
       // A pure retry writes nothing, so If-Match is not held against it: the caller's earlier
       // attempt (the one whose response was lost) is what moved the revision on.
-      return { replayOnly: true, events: resultSeqs.map((seq) => toEventView(storedBySeq.get(seq)!)), session: toSessionView(session) };
+      const shared = await lockSharedStates(trx, key, new Set());
+      return { replayOnly: true, events: resultSeqs.map((seq) => toEventView(storedBySeq.get(seq)!)), session: toSessionView(session, shared) };
     }
     assertIfMatch(ifMatch, session.revision);
-    const stateBytes = jsonBytes(state);
-    if (stateBytes > limits.stateBytes) {
-      throw new AppError('LimitExceeded.State', `The session state would be ${stateBytes} bytes serialized; the limit is ${limits.stateBytes}. Nothing was appended.`, {
-        details: { stateBytes, limit: limits.stateBytes },
-      });
-    }
+
+    // Lock order (fixed, so appends touching several scopes cannot deadlock): the session row
+    // (held since the start), then the user's row if a delta has `user:` keys, then the space's
+    // row if one has `app:` keys. Each scope gets its part of every delta, in order.
+    const writing = new Set<StoredScope>(deltas.flatMap(({ delta }) => [...scopesTouched(delta)]));
+    const shared = await lockSharedStates(trx, key, writing);
+    const states = deltas.reduce<ScopedStates>((current, { delta, mode }) => applyScopedDelta(current, delta, mode), { session: session.state, ...shared });
+    assertStateWithinLimit(limits, 'session', states.session);
+    await saveSharedStates(trx, limits, key, shared, states);
 
     for (const row of await insertEvents(trx, newRows)) storedBySeq.set(row.seq, row);
     const updated = await updateSessionAfterAppend(trx, key, {
-      state,
+      state: states.session,
       eventCount: lastSeq,
       revision: session.revision + 1,
       updateTime: session.now,
     });
-    return { replayOnly: false, events: resultSeqs.map((seq) => toEventView(storedBySeq.get(seq)!)), session: toSessionView(updated) };
+    return { replayOnly: false, events: resultSeqs.map((seq) => toEventView(storedBySeq.get(seq)!)), session: toSessionView(updated, states) };
   });
 }
 
@@ -152,7 +158,7 @@ function toEventRow(key: SessionKey, event: EventInputValue, seq: number, payloa
     invocation_id: event.invocationId ?? null,
     author: event.author,
     content: json(event.content),
-    actions: json(event.actions),
+    actions: json(storedActions(event.actions)),
     metadata: json(event.metadata),
     extensions: json(event.extensions),
     error_code: event.errorCode ?? null,
@@ -161,6 +167,12 @@ function toEventRow(key: SessionKey, event: EventInputValue, seq: number, payloa
     create_time: now,
     payload_hash: payloadHash,
   };
+}
+
+/** `temp:` keys of a stateDelta are never stored, not even in the event (the payload hash still covers them). */
+function storedActions(actions: EventInputValue['actions']): EventInputValue['actions'] {
+  if (actions?.stateDelta === undefined) return actions;
+  return { ...actions, stateDelta: withoutTempKeys(actions.stateDelta as JsonObject) };
 }
 
 export interface ListEventsResult {

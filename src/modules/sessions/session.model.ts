@@ -1,7 +1,8 @@
 // The session as the API shows it, shared by the sessions and events modules.
 import { z } from 'zod';
-import type { SessionRow } from '../../db/schema.js';
+import type { JsonObject as JsonObjectValue, SessionRow } from '../../db/schema.js';
 import { JsonObject, Timestamp } from '../../http/schemas.js';
+import { mergedStateView } from '../state/scoped-state.js';
 
 export const Session = z
   .object({
@@ -10,7 +11,10 @@ export const Session = z
     sessionId: z.string(),
     title: z.string(),
     metadata: z.record(z.string(), z.string()),
-    state: JsonObject.describe('The session state, as changed by the stateDelta of its events.'),
+    state: JsonObject.describe(
+      'The merged state view: the session\'s own keys, plus the user\'s `user:*` keys (shared by all sessions of the user in the space) ' +
+        'and the space\'s `app:*` keys (shared by every user of the space). All are changed by the stateDelta of events; `temp:*` keys are never stored.',
+    ),
     memo: z.json().nullable(),
     windowStartSeq: z.number().int(),
     eventCount: z.number().int(),
@@ -23,14 +27,21 @@ export const Session = z
 
 export type SessionView = z.infer<typeof Session>;
 
-export function toSessionView(row: SessionRow): SessionView {
+/** The user's and the space's state, whose `user:*` and `app:*` keys join the session's in the view. */
+export interface SharedStates {
+  user: JsonObjectValue;
+  app: JsonObjectValue;
+}
+
+/** Callers outside the sessions module read a session through `readSessionView` (sessions.service). */
+export function toSessionView(row: SessionRow, shared: SharedStates): SessionView {
   return {
     spaceId: row.space_id,
     userId: row.user_id,
     sessionId: row.session_id,
     title: row.title,
     metadata: row.metadata,
-    state: row.state,
+    state: mergedStateView({ session: row.state, user: shared.user, app: shared.app }),
     memo: row.memo,
     windowStartSeq: row.window_start_seq,
     eventCount: row.event_count,

@@ -2,7 +2,7 @@
 import { type Expression, type ExpressionBuilder, type SqlBool, type Transaction, sql } from 'kysely';
 import type { Database } from '../../db/connect.js';
 import { containsPattern } from '../../db/like.js';
-import type { DB, SessionRow } from '../../db/schema.js';
+import type { DB, JsonObject, SessionRow } from '../../db/schema.js';
 
 type Executor = Database | Transaction<DB>;
 
@@ -27,10 +27,36 @@ function expiryValue(expiry: ExpirySetting) {
   return sql<Date>`date_trunc('milliseconds', now()) + make_interval(secs => ${expiry.ttlSeconds})`;
 }
 
-const isLive = (eb: ExpressionBuilder<DB, 'sessions'>) => eb.or([eb('expire_time', 'is', null), eb('expire_time', '>', sql<Date>`now()`)]);
+// Column names are qualified: the read queries join the user's and the space's state.
+const isLive = (eb: ExpressionBuilder<DB, 'sessions'>) => eb.or([eb('sessions.expire_time', 'is', null), eb('sessions.expire_time', '>', sql<Date>`now()`)]);
 
 const byKey = (eb: ExpressionBuilder<DB, 'sessions'>, key: SessionKey) =>
-  eb.and([eb('account_id', '=', key.accountId), eb('space_id', '=', key.spaceId), eb('user_id', '=', key.userId), eb('session_id', '=', key.sessionId)]);
+  eb.and([
+    eb('sessions.account_id', '=', key.accountId),
+    eb('sessions.space_id', '=', key.spaceId),
+    eb('sessions.user_id', '=', key.userId),
+    eb('sessions.session_id', '=', key.sessionId),
+  ]);
+
+/** A session row with the state of its user (`user:*` keys) and of its space (`app:*` keys). */
+export type SessionWithSharedState = SessionRow & { user_state: JsonObject; app_state: JsonObject };
+
+/** Sessions joined to their user and space rows (both exist while the session does: foreign keys). */
+function sessionsWithSharedState(db: Executor) {
+  return db
+    .selectFrom('sessions')
+    .innerJoin('space_users', (join) =>
+      join
+        .onRef('space_users.account_id', '=', 'sessions.account_id')
+        .onRef('space_users.space_id', '=', 'sessions.space_id')
+        .onRef('space_users.user_id', '=', 'sessions.user_id'),
+    )
+    .innerJoin('session_spaces', (join) =>
+      join.onRef('session_spaces.account_id', '=', 'sessions.account_id').onRef('session_spaces.space_id', '=', 'sessions.space_id'),
+    )
+    .selectAll('sessions')
+    .select(['space_users.state as user_state', 'session_spaces.state as app_state']);
+}
 
 /** Makes the business user exist in the space (it does once it has a session). */
 export async function ensureSpaceUser(trx: Transaction<DB>, key: UserKey): Promise<void> {
@@ -102,6 +128,75 @@ export async function findLiveSession(db: Executor, key: SessionKey): Promise<Se
     .executeTakeFirst();
 }
 
+/** The session with its user's and space's state, in one query, unless it is missing or expired. */
+export async function findLiveSessionWithSharedState(db: Executor, key: SessionKey): Promise<SessionWithSharedState | undefined> {
+  return sessionsWithSharedState(db)
+    .where((eb) => eb.and([byKey(eb, key), isLive(eb)]))
+    .executeTakeFirst();
+}
+
+/** The user's state (`{}` when the user has no row yet) and the space's state, in one query. */
+export async function readSharedStates(db: Executor, user: UserKey): Promise<{ user: JsonObject; app: JsonObject } | undefined> {
+  const row = await db
+    .selectFrom('session_spaces')
+    .leftJoin('space_users', (join) =>
+      join
+        .onRef('space_users.account_id', '=', 'session_spaces.account_id')
+        .onRef('space_users.space_id', '=', 'session_spaces.space_id')
+        .on('space_users.user_id', '=', user.userId),
+    )
+    .select(['space_users.state as user_state', 'session_spaces.state as app_state'])
+    .where('session_spaces.account_id', '=', user.accountId)
+    .where('session_spaces.space_id', '=', user.spaceId)
+    .executeTakeFirst();
+  return row ? { user: row.user_state ?? {}, app: row.app_state } : undefined;
+}
+
+/*
+ * Shared-state writers lock FOR NO KEY UPDATE: exclusive among writers (no lost update), yet
+ * compatible with the FOR KEY SHARE locks that foreign-key checks (a new session of the user, a new
+ * user of the space) and session creates (the space row) take, so those never queue behind an append.
+ */
+
+/** The user's state, locked until the transaction ends. The row exists while the user has a session. */
+export async function lockUserState(trx: Transaction<DB>, user: UserKey): Promise<JsonObject> {
+  const row = await trx
+    .selectFrom('space_users')
+    .select('state')
+    .where('account_id', '=', user.accountId)
+    .where('space_id', '=', user.spaceId)
+    .where('user_id', '=', user.userId)
+    .forNoKeyUpdate()
+    .executeTakeFirstOrThrow();
+  return row.state;
+}
+
+/** The space's state, locked until the transaction ends. */
+export async function lockSpaceState(trx: Transaction<DB>, accountId: string, spaceId: string): Promise<JsonObject> {
+  const row = await trx
+    .selectFrom('session_spaces')
+    .select('state')
+    .where('account_id', '=', accountId)
+    .where('space_id', '=', spaceId)
+    .forNoKeyUpdate()
+    .executeTakeFirstOrThrow();
+  return row.state;
+}
+
+export async function saveUserState(trx: Transaction<DB>, user: UserKey, state: JsonObject): Promise<void> {
+  await trx
+    .updateTable('space_users')
+    .set({ state: JSON.stringify(state) })
+    .where('account_id', '=', user.accountId)
+    .where('space_id', '=', user.spaceId)
+    .where('user_id', '=', user.userId)
+    .execute();
+}
+
+export async function saveSpaceState(trx: Transaction<DB>, accountId: string, spaceId: string, state: JsonObject): Promise<void> {
+  await trx.updateTable('session_spaces').set({ state: JSON.stringify(state) }).where('account_id', '=', accountId).where('space_id', '=', spaceId).execute();
+}
+
 /** Deletes the session; its events go with it (ON DELETE CASCADE). */
 export async function deleteSessionRow(trx: Transaction<DB>, key: SessionKey): Promise<void> {
   await trx.deleteFrom('sessions').where((eb) => byKey(eb, key)).execute();
@@ -156,28 +251,28 @@ export interface SessionPageRequest {
 
 
 function filterExpression(eb: ExpressionBuilder<DB, 'sessions'>, filter: SessionFilter): Expression<SqlBool> {
-  const conditions: Expression<SqlBool>[] = [eb('account_id', '=', filter.accountId), eb('space_id', '=', filter.spaceId), isLive(eb)];
-  if (filter.userIds?.length) conditions.push(eb('user_id', 'in', filter.userIds));
-  if (filter.sessionIds?.length) conditions.push(eb('session_id', 'in', filter.sessionIds));
-  if (filter.title !== undefined) conditions.push(eb('title', '=', filter.title));
+  const conditions: Expression<SqlBool>[] = [eb('sessions.account_id', '=', filter.accountId), eb('sessions.space_id', '=', filter.spaceId), isLive(eb)];
+  if (filter.userIds?.length) conditions.push(eb('sessions.user_id', 'in', filter.userIds));
+  if (filter.sessionIds?.length) conditions.push(eb('sessions.session_id', 'in', filter.sessionIds));
+  if (filter.title !== undefined) conditions.push(eb('sessions.title', '=', filter.title));
   // Backslash is LIKE's default escape character.
-  if (filter.titleLike !== undefined) conditions.push(eb('title', 'like', containsPattern(filter.titleLike)));
+  if (filter.titleLike !== undefined) conditions.push(eb('sessions.title', 'like', containsPattern(filter.titleLike)));
   // Containment (@>) is what the jsonb_path_ops GIN index serves.
   for (const [key, values] of filter.metadata ?? []) {
-    conditions.push(eb.or(values.map((value) => sql<SqlBool>`metadata @> ${JSON.stringify({ [key]: value })}::jsonb`)));
+    conditions.push(eb.or(values.map((value) => sql<SqlBool>`sessions.metadata @> ${JSON.stringify({ [key]: value })}::jsonb`)));
   }
-  if (filter.updatedAfter) conditions.push(eb('update_time', '>', filter.updatedAfter));
-  if (filter.updatedBefore) conditions.push(eb('update_time', '<', filter.updatedBefore));
+  if (filter.updatedAfter) conditions.push(eb('sessions.update_time', '>', filter.updatedAfter));
+  if (filter.updatedBefore) conditions.push(eb('sessions.update_time', '<', filter.updatedBefore));
   return eb.and(conditions);
 }
 
-/** One page in keyset order, matching the sessions_{user,space}_by_{update,create} indexes. */
-export async function listSessionRows(db: Executor, page: SessionPageRequest): Promise<SessionRow[]> {
-  const columns = page.scope === 'user' ? [page.orderBy, 'session_id'] : [page.orderBy, 'user_id', 'session_id'];
-  let query = db
-    .selectFrom('sessions')
-    .selectAll()
-    .where((eb) => filterExpression(eb, page.filter));
+/**
+ * One page in keyset order, matching the sessions_{user,space}_by_{update,create} indexes, each row
+ * with its user's and space's state (joined: one query per page, not one per session).
+ */
+export async function listSessionRows(db: Executor, page: SessionPageRequest): Promise<SessionWithSharedState[]> {
+  const columns = (page.scope === 'user' ? [page.orderBy, 'session_id'] : [page.orderBy, 'user_id', 'session_id']).map((column) => `sessions.${column}`);
+  let query = sessionsWithSharedState(db).where((eb) => filterExpression(eb, page.filter));
   if (page.after) {
     const { time, userId, sessionId } = page.after;
     const values = page.scope === 'user' ? [sql`${time}::timestamptz`, sql`${sessionId}`] : [sql`${time}::timestamptz`, sql`${userId}`, sql`${sessionId}`];

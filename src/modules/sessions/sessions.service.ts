@@ -1,16 +1,19 @@
 // Session rules: idempotent create, describe, modify with preconditions, delete, and the lists.
 // Each write runs in one transaction; expired sessions behave as absent everywhere.
+import type { Transaction } from 'kysely';
 import type { Limits } from '../../config.js';
 import type { Database } from '../../db/connect.js';
-import type { SessionRow } from '../../db/schema.js';
+import type { DB, JsonObject, SessionRow } from '../../db/schema.js';
 import { AppError, invalidParameter } from '../../errors.js';
 import { decodePageToken, encodePageToken } from '../../http/page-token.js';
 import { assertIfMatch, etagOf } from '../../http/preconditions.js';
 import { newSessionId } from '../../lib/ids.js';
+import { jsonBytes } from '../../lib/json-measure.js';
 import { findSpaceOrThrow } from '../spaces/space-lookup.js';
 import { applyMergePatch } from '../state/merge-patch.js';
+import { type ScopedStates, type StoredScope, applyScopedDelta, scopesTouched, splitByScope } from '../state/scoped-state.js';
 import { type Metadata, metadataIssues } from './metadata-rules.js';
-import { type SessionView, toSessionView } from './session.model.js';
+import { type SessionView, type SharedStates, toSessionView } from './session.model.js';
 import type { CreateSessionInput, ListSessionsQuery, ModifySessionInput } from './sessions.schemas.js';
 import {
   type ExpirySetting,
@@ -21,10 +24,15 @@ import {
   countSessions,
   deleteSessionRow,
   ensureSpaceUser,
-  findLiveSession,
+  findLiveSessionWithSharedState,
   insertSessionIfAbsent,
   listSessionRows,
   lockSession,
+  lockSpaceState,
+  lockUserState,
+  readSharedStates,
+  saveSpaceState,
+  saveUserState,
   updateSessionRow,
 } from './sessions.repository.js';
 
@@ -50,46 +58,107 @@ export async function createSession(
 ): Promise<CreatedSession> {
   const metadata = input.metadata ?? {};
   assertValidMetadata(metadata, {});
-  const state = input.state ?? {};
-  if (Buffer.byteLength(JSON.stringify(state)) > limits.stateBytes) {
-    throw new AppError('LimitExceeded.State', `The initial state is larger than the limit of ${limits.stateBytes} bytes.`);
-  }
+  // `user:` and `app:` keys of the initial state go to the user's and the space's state (each set
+  // whole, as a replace-mode delta would); `temp:` keys are dropped.
+  const initial = splitByScope((input.state ?? {}) as JsonObject);
+  const state = initial.session;
+  assertStateWithinLimit(limits, 'session', state);
+  const sharedInitial = { ...initial.user, ...initial.app };
   const requestedExpiry = expiryFrom(input.expireTime, input.ttlSeconds);
   const key: SessionKey = { ...user, sessionId: input.sessionId ?? newSessionId() };
 
   return db.transaction().execute(async (trx) => {
-    const space = await findSpaceOrThrow(trx, user.accountId, user.spaceId, 'share');
+    // FOR KEY SHARE keeps a space delete out without queueing behind appends that write app state.
+    const space = await findSpaceOrThrow(trx, user.accountId, user.spaceId, 'key-share');
     const expiry = requestedExpiry ?? (space.default_ttl_seconds ? { ttlSeconds: space.default_ttl_seconds } : null);
     const fields = { title: input.title ?? '', metadata, state, expiry };
     await ensureSpaceUser(trx, user);
+    // The new session row is ours; the shared states are locked after it (user, then space), the
+    // same order appends take, and applied only when this call creates the session.
+    const created = async (row: SessionRow): Promise<CreatedSession> => {
+      const before = await lockSharedStates(trx, user, scopesTouched(sharedInitial));
+      const after = applyScopedDelta({ session: row.state, ...before }, sharedInitial, 'replace');
+      await saveSharedStates(trx, limits, user, before, after);
+      return { session: toSessionView(row, after), created: true };
+    };
     // Two rounds at most: a concurrent create may replace an expired row between our insert
     // attempt and our lock, and then the second round finds the new row.
     for (let attempt = 0; attempt < 3; attempt++) {
       const inserted = await insertSessionIfAbsent(trx, key, fields);
       if (inserted) {
         await adjustSessionCount(trx, user, 1);
-        return { session: toSessionView(inserted), created: true };
+        return created(inserted);
       }
       const existing = await lockSession(trx, key);
       if (!existing) continue;
       if (!existing.expired) {
         if (ifNoneMatch) throw alreadyExists(existing);
         const { expired: _expired, ...row } = existing;
-        return { session: toSessionView(row), created: false };
+        return { session: toSessionView(row, await lockSharedStates(trx, user, new Set())), created: false };
       }
       // Replacing an expired session keeps the user's session count as it was.
       await deleteSessionRow(trx, key);
       const fresh = await insertSessionIfAbsent(trx, key, fields);
-      if (fresh) return { session: toSessionView(fresh), created: true };
+      if (fresh) return created(fresh);
     }
     throw new AppError('InternalError', 'The session could not be created; retry.');
   });
 }
 
 export async function describeSession(db: Database, key: SessionKey): Promise<SessionView> {
-  const row = await findLiveSession(db, key);
-  if (!row) throw await notFound(db, key);
-  return toSessionView(row);
+  const session = await readSessionView(db, key);
+  if (!session) throw await notFound(db, key);
+  return session;
+}
+
+/**
+ * The session as the API shows it (merged state: session keys plus the user's `user:*` and the
+ * space's `app:*` keys), read in one query; undefined when it is missing or expired. Every module
+ * that answers a session reads it through here. Inside a transaction, pass the transaction.
+ */
+export async function readSessionView(db: Database | Transaction<DB>, key: SessionKey): Promise<SessionView | undefined> {
+  const row = await findLiveSessionWithSharedState(db, key);
+  return row ? sessionViewOf(row) : undefined;
+}
+
+function sessionViewOf(row: SessionRow & { user_state: JsonObject; app_state: JsonObject }): SessionView {
+  return toSessionView(row, { user: row.user_state, app: row.app_state });
+}
+
+/**
+ * The user's and the space's state for a transaction that holds the session row (or has just
+ * inserted it). The scopes it will write are locked, always in the order user then space, so that
+ * writers touching both scopes cannot deadlock; the others are read without a lock.
+ */
+export async function lockSharedStates(trx: Transaction<DB>, user: UserKey, writing: ReadonlySet<StoredScope>): Promise<SharedStates> {
+  const userState = writing.has('user') ? await lockUserState(trx, user) : undefined;
+  const appState = writing.has('app') ? await lockSpaceState(trx, user.accountId, user.spaceId) : undefined;
+  if (userState !== undefined && appState !== undefined) return { user: userState, app: appState };
+  const read = await readSharedStates(trx, user);
+  if (!read) throw new AppError('ResourceNotFound.SessionSpace', `Session space ${user.spaceId} was not found.`);
+  return { user: userState ?? read.user, app: appState ?? read.app };
+}
+
+/**
+ * Writes the user's and the space's state where they changed, after checking each against the state
+ * size limit (413, and the caller's transaction rolls back: nothing is written).
+ */
+export async function saveSharedStates(trx: Transaction<DB>, limits: Limits, user: UserKey, before: SharedStates, after: ScopedStates): Promise<void> {
+  assertStateWithinLimit(limits, 'user', after.user);
+  assertStateWithinLimit(limits, 'app', after.app);
+  if (after.user !== before.user) await saveUserState(trx, user, after.user);
+  if (after.app !== before.app) await saveSpaceState(trx, user.accountId, user.spaceId, after.app);
+}
+
+const SCOPE_NAMES: Record<StoredScope, string> = { session: 'session', user: "user's", app: "space's (app)" };
+
+/** 413 when one scope's state would be over the limit; the size limit applies to each scope apart. */
+export function assertStateWithinLimit(limits: Limits, scope: StoredScope, state: JsonObject): void {
+  const stateBytes = jsonBytes(state);
+  if (stateBytes <= limits.stateBytes) return;
+  throw new AppError('LimitExceeded.State', `The ${SCOPE_NAMES[scope]} state would be ${stateBytes} bytes serialized; the limit is ${limits.stateBytes}. Nothing was changed.`, {
+    details: { scope, stateBytes, limit: limits.stateBytes },
+  });
 }
 
 export async function modifySession(db: Database, key: SessionKey, input: ModifySessionInput, ifMatch: IfMatch): Promise<SessionView> {
@@ -117,7 +186,7 @@ export async function modifySession(db: Database, key: SessionKey, input: Modify
       memo,
       ...(expiry !== undefined ? { expiry } : {}),
     });
-    return toSessionView(row);
+    return toSessionView(row, await lockSharedStates(trx, key, new Set()));
   });
 }
 
@@ -173,7 +242,7 @@ export async function listSessions(
   });
   const page = rows.slice(0, query.pageSize);
   const last = page.at(-1);
-  const result: SessionPage = { sessions: page.map(toSessionView) };
+  const result: SessionPage = { sessions: page.map(sessionViewOf) };
   if (rows.length > query.pageSize && last) {
     result.nextPageToken = encodePageToken(fingerprint, [last[orderBy].toISOString(), last.user_id, last.session_id]);
   }

@@ -14,10 +14,12 @@ export async function findSpaceOrThrow(
   db: Database | Transaction<DB>,
   accountId: string,
   spaceId: string,
-  lock?: 'share' | 'update',
+  lock?: 'share' | 'key-share' | 'update',
 ): Promise<SpaceRow> {
   let query = db.selectFrom('session_spaces').selectAll().where('account_id', '=', accountId).where('space_id', '=', spaceId);
   if (lock === 'share') query = query.forShare();
+  // Blocks a delete (FOR UPDATE) like 'share' does, but not writers of the space's app state (FOR NO KEY UPDATE).
+  if (lock === 'key-share') query = query.forKeyShare();
   if (lock === 'update') query = query.forUpdate();
   const space = await query.executeTakeFirst();
   if (!space) throw new AppError('ResourceNotFound.SessionSpace', `Session space ${spaceId} was not found.`);

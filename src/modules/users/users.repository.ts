@@ -1,7 +1,7 @@
 // Queries on the business users of a space (space_users), scoped by account and space.
 import { type ExpressionBuilder, type Transaction, sql } from 'kysely';
 import type { Database } from '../../db/connect.js';
-import type { DB } from '../../db/schema.js';
+import type { DB, JsonObject } from '../../db/schema.js';
 
 type Executor = Database | Transaction<DB>;
 
@@ -46,6 +46,18 @@ export async function listSpaceUsers(db: Executor, accountId: string, spaceId: s
     .where(isPresentUser(accountId, spaceId));
   if (afterUserId !== undefined) query = query.where('space_users.user_id', '>', afterUserId);
   return query.orderBy('space_users.user_id').limit(limit).execute();
+}
+
+/** The user's state in the space; undefined when the user has no row there. */
+export async function findUserState(db: Executor, accountId: string, spaceId: string, userId: string): Promise<JsonObject | undefined> {
+  const row = await db
+    .selectFrom('space_users')
+    .select('state')
+    .where('account_id', '=', accountId)
+    .where('space_id', '=', spaceId)
+    .where('user_id', '=', userId)
+    .executeTakeFirst();
+  return row?.state;
 }
 
 export async function countSpaceUsers(db: Executor, accountId: string, spaceId: string): Promise<number> {

@@ -1,8 +1,8 @@
 // /v1/spaces/{spaceId}/users: the business users of a space.
 import { errorResponses } from '../../http/schemas.js';
 import type { AppDeps, ZodApp } from '../../http/zod-app.js';
-import { ListSpaceUsersQuery, ListSpaceUsersResponse, SpaceUsersPath } from './users.schemas.js';
-import { listSpaceUsersPage } from './users.service.js';
+import { ListSpaceUsersQuery, ListSpaceUsersResponse, SpaceUsersPath, UserState, UserStatePath } from './users.schemas.js';
+import { describeUserState, listSpaceUsersPage } from './users.service.js';
 
 export async function usersRoutes(app: ZodApp, { db }: AppDeps): Promise<void> {
   app.get(
@@ -24,5 +24,26 @@ export async function usersRoutes(app: ZodApp, { db }: AppDeps): Promise<void> {
       },
     },
     async (request) => listSpaceUsersPage(db, request.principal.accountId, request.params.spaceId, request.query),
+  );
+
+  app.get(
+    '/spaces/:spaceId/users/:userId/state',
+    {
+      config: { action: 'session:DescribeSessions' },
+      schema: {
+        tags: ['spaces'],
+        summary: "Describe a user's state",
+        description:
+          'The user-scoped state of the user in the space: the `user:*` keys written by the stateDelta of any of its sessions ' +
+          '(or by their initial state), shared by all of them. A user that does not exist in the space (no session and no user state) ' +
+          'answers 200 with an empty state, not 404: the state of a user nobody wrote to is empty.',
+        params: UserStatePath,
+        response: {
+          200: UserState,
+          ...errorResponses('UnauthorizedOperation', 'ResourceNotFound.SessionSpace'),
+        },
+      },
+    },
+    async (request) => describeUserState(db, request.principal.accountId, request.params.spaceId, request.params.userId),
   );
 }

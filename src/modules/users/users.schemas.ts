@@ -1,6 +1,6 @@
 // Schemas of the business users of a space.
 import { z } from 'zod';
-import { Identifier, IncludeTotal, PageToken, SpaceId, Timestamp, pageSize } from '../../http/schemas.js';
+import { Identifier, IncludeTotal, JsonObject, PageToken, SpaceId, Timestamp, pageSize } from '../../http/schemas.js';
 
 export const SpaceUser = z
   .object({
@@ -20,6 +20,16 @@ export const ListSpaceUsersQuery = z.strictObject({
   includeTotal: IncludeTotal,
 });
 export type ListSpaceUsersInput = z.infer<typeof ListSpaceUsersQuery>;
+
+export const UserStatePath = z.object({ spaceId: SpaceId, userId: Identifier });
+
+export const UserState = z
+  .object({
+    userId: Identifier,
+    state: JsonObject.describe('The user-scoped state: only `user:*` keys, shared by all sessions of the user in the space.'),
+  })
+  .meta({ id: 'UserState' });
+export type UserStateView = z.infer<typeof UserState>;
 
 export const ListSpaceUsersResponse = z.object({
   users: z.array(SpaceUser),

@@ -3,8 +3,9 @@ import type { Database } from '../../db/connect.js';
 import { AppError } from '../../errors.js';
 import { decodePageToken, encodePageToken } from '../../http/page-token.js';
 import { findSpaceOrThrow } from '../spaces/space-lookup.js';
-import { countSpaceUsers, listSpaceUsers } from './users.repository.js';
-import type { ListSpaceUsersInput, SpaceUserView } from './users.schemas.js';
+import { splitByScope } from '../state/scoped-state.js';
+import { countSpaceUsers, findUserState, listSpaceUsers } from './users.repository.js';
+import type { ListSpaceUsersInput, SpaceUserView, UserStateView } from './users.schemas.js';
 
 export interface SpaceUserPage {
   users: SpaceUserView[];
@@ -31,6 +32,17 @@ export async function listSpaceUsersPage(db: Database, accountId: string, spaceI
   if (rows.length > input.pageSize && last) result.nextPageToken = encodePageToken(tokenQuery, [last.user_id]);
   if (input.includeTotal) result.totalCount = await countSpaceUsers(db, accountId, spaceId);
   return result;
+}
+
+/**
+ * The user's `user:*` keys. A user that does not exist in the space (no session, no user state)
+ * answers an empty state rather than a 404: its state is `{}` until a delta writes to it, which is
+ * what an agent reading it on a first turn wants.
+ */
+export async function describeUserState(db: Database, accountId: string, spaceId: string, userId: string): Promise<UserStateView> {
+  await findSpaceOrThrow(db, accountId, spaceId);
+  const state = (await findUserState(db, accountId, spaceId, userId)) ?? {};
+  return { userId, state: splitByScope(state).user };
 }
 
 function toUserCursor(position: (string | number)[]): string {

@@ -1,0 +1,60 @@
+// The agent's one call per turn: session, memo and a budgeted window of recent events (SPEC 4.7).
+import { errorResponses } from '../../http/schemas.js';
+import { etagOf, parseIfMatch } from '../../http/preconditions.js';
+import type { AppDeps, ZodApp } from '../../http/zod-app.js';
+import { Session } from '../sessions/session.model.js';
+import { ContextIfMatchHeaders, ContextPath, ContextQuery, PutContextBody, SessionContext } from './context.schemas.js';
+import { readContext, writeContext } from './context.service.js';
+
+const CONTEXT = '/spaces/:spaceId/users/:userId/sessions/:sessionId/context';
+
+export async function contextRoutes(app: ZodApp, { db }: AppDeps): Promise<void> {
+  app.get(
+    CONTEXT,
+    {
+      config: { action: 'session:DescribeEvents' },
+      schema: {
+        tags: ['context'],
+        summary: "Read a session's context for the next turn",
+        description:
+          'The session (merged state), its memo and the newest events from windowStartSeq on, oldest first, chosen from the newest ' +
+          'backwards while their JSON stays within maxChars and their number within maxEvents. A function call and its response are ' +
+          'kept or dropped together. The newest event is always included; if it alone is over budget its text keeps its last ' +
+          'characters and it is marked `truncated: true`. One consistent snapshot; the `ETag` is the session revision.',
+        params: ContextPath,
+        querystring: ContextQuery,
+        response: { 200: SessionContext, ...errorResponses('ResourceNotFound.SessionSpace', 'ResourceNotFound.Session') },
+      },
+    },
+    async (request, reply) => {
+      const context = await readContext(db, { accountId: request.principal.accountId, ...request.params }, request.query);
+      return reply.header('etag', etagOf(context.session.revision)).send(context);
+    },
+  );
+
+  app.put(
+    CONTEXT,
+    {
+      config: { action: 'session:ModifySession' },
+      schema: {
+        tags: ['context'],
+        summary: "Store the session's window start and memo",
+        description:
+          'Give windowStartSeq (1 to eventCount + 1), memo (any JSON up to 64 KiB; null clears it), or both. Increments the revision; ' +
+          'answers the session. `If-Match` makes it conditional.',
+        params: ContextPath,
+        headers: ContextIfMatchHeaders,
+        body: PutContextBody,
+        response: {
+          200: Session,
+          ...errorResponses('ResourceNotFound.SessionSpace', 'ResourceNotFound.Session', 'FailedOperation.PreconditionFailed', 'LimitExceeded.RequestSize', 'UnsupportedMediaType'),
+        },
+      },
+    },
+    async (request, reply) => {
+      const ifMatch = parseIfMatch(request.headers['if-match']);
+      const session = await writeContext(db, { accountId: request.principal.accountId, ...request.params }, request.body, ifMatch);
+      return reply.header('etag', etagOf(session.revision)).send(session);
+    },
+  );
+}

@@ -1,0 +1,142 @@
+// Removes expired sessions (SPEC 4.8) in bounded batches. Expired sessions already answer 404
+// everywhere; this only reclaims their rows. Several instances may sweep the same database at once.
+import { sql } from 'kysely';
+import type { Database } from '../../db/connect.js';
+
+export interface SweepOptions {
+  /** Most sessions one sweep deletes; bounds the transaction's length and its locks. */
+  batchSize: number;
+}
+
+interface RemovedSession {
+  account_id: string;
+  space_id: string;
+  user_id: string;
+}
+
+/**
+ * Deletes up to `batchSize` expired sessions with their events (FK cascade) and takes them off
+ * their users' session counts, in one transaction; answers how many it deleted.
+ *
+ * The batch is picked with FOR UPDATE SKIP LOCKED: two sweepers never take the same session and
+ * never wait for each other's batch, and a session locked right now (an append or a PATCH in
+ * flight) is left for a later round. The counters are locked in one fixed order, so two sweepers
+ * decrementing the same users cannot deadlock; the only wait left is for another short transaction
+ * on the same user's counter.
+ */
+export async function sweepExpiredSessions(db: Database, { batchSize }: SweepOptions): Promise<number> {
+  return db.transaction().execute(async (trx) => {
+    const removed: RemovedSession[] = await trx
+      .deleteFrom('sessions')
+      .where((eb) =>
+        eb(
+          eb.refTuple('account_id', 'space_id', 'user_id', 'session_id'),
+          'in',
+          // `expire_time <= now()` implies the predicate of the partial index sessions_expiring,
+          // which also serves the order: oldest expiry first.
+          eb
+            .selectFrom('sessions')
+            .select(['account_id', 'space_id', 'user_id', 'session_id'])
+            .where('expire_time', '<=', sql<Date>`now()`)
+            .orderBy('expire_time')
+            .limit(batchSize)
+            .forUpdate()
+            .skipLocked()
+            .$asTuple('account_id', 'space_id', 'user_id', 'session_id'),
+        ),
+      )
+      .returning(['account_id', 'space_id', 'user_id'])
+      .execute();
+    if (removed.length === 0) return 0;
+
+    const perUser = countPerUser(removed);
+    const users = perUser.map((user) => sql`(${user.accountId}, ${user.spaceId}, ${user.userId})`);
+    // A fixed lock order (the primary key's) for the counters: see the comment above.
+    await sql`
+      SELECT 1 FROM space_users
+      WHERE (account_id, space_id, user_id) IN (${sql.join(users)})
+      ORDER BY account_id, space_id, user_id
+      FOR UPDATE`.execute(trx);
+    const decrements = perUser.map((user) => sql`(${user.accountId}, ${user.spaceId}, ${user.userId}, ${user.count}::bigint)`);
+    await sql`
+      UPDATE space_users AS u SET session_count = u.session_count - d.removed
+      FROM (VALUES ${sql.join(decrements)}) AS d (account_id, space_id, user_id, removed)
+      WHERE u.account_id = d.account_id AND u.space_id = d.space_id AND u.user_id = d.user_id`.execute(trx);
+    return removed.length;
+  });
+}
+
+function countPerUser(rows: RemovedSession[]): { accountId: string; spaceId: string; userId: string; count: number }[] {
+  const byUser = new Map<string, { accountId: string; spaceId: string; userId: string; count: number }>();
+  for (const row of rows) {
+    const key = JSON.stringify([row.account_id, row.space_id, row.user_id]);
+    const entry = byUser.get(key) ?? { accountId: row.account_id, spaceId: row.space_id, userId: row.user_id, count: 0 };
+    entry.count += 1;
+    byUser.set(key, entry);
+  }
+  return [...byUser.values()];
+}
+
+/** The two pino methods the sweeper uses, so any pino logger (or a test double) fits. */
+export interface SweeperLogger {
+  info(fields: object, message: string): void;
+  error(fields: object, message: string): void;
+}
+
+export interface ExpirySweeperOptions extends SweepOptions {
+  /** Pause between ticks, counted from the end of the previous tick. */
+  intervalMs: number;
+  logger: SweeperLogger;
+  /** Full batches repeat at once within a tick, up to this many, so a backlog drains quickly but no tick runs forever. */
+  maxBatchesPerTick?: number;
+}
+
+export interface ExpirySweeper {
+  /** Cancels the next tick and waits for a sweep in flight to finish. */
+  stop(): Promise<void>;
+}
+
+export const DEFAULT_MAX_BATCHES_PER_TICK = 20;
+
+/** Sweeps on a timer that never keeps the process alive and never throws. */
+export function startExpirySweeper(db: Database, options: ExpirySweeperOptions): ExpirySweeper {
+  const { intervalMs, batchSize, logger, maxBatchesPerTick = DEFAULT_MAX_BATCHES_PER_TICK } = options;
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+  let inFlight: Promise<void> | undefined;
+
+  const tick = async (): Promise<void> => {
+    let removed = 0;
+    try {
+      for (let batch = 0; batch < maxBatchesPerTick && !stopped; batch++) {
+        const count = await sweepExpiredSessions(db, { batchSize });
+        removed += count;
+        if (count < batchSize) break;
+      }
+    } catch (err) {
+      // The next tick tries again; a failing database must not take the process down.
+      logger.error({ err }, 'expiry sweep failed');
+    }
+    if (removed > 0) logger.info({ removed }, 'expired sessions removed');
+  };
+
+  const schedule = (): void => {
+    if (stopped) return;
+    timer = setTimeout(() => {
+      inFlight = tick().finally(() => {
+        inFlight = undefined;
+        schedule();
+      });
+    }, intervalMs);
+    timer.unref();
+  };
+  schedule();
+
+  return {
+    async stop() {
+      stopped = true;
+      clearTimeout(timer);
+      await inFlight;
+    },
+  };
+}

@@ -1,0 +1,78 @@
+// Key scopes of state (SPEC §4.3, the ADK convention). A top-level key `user:x` belongs to the
+// user's state (shared by the user's sessions in a space), `app:x` to the space's state (shared by
+// every user), `temp:x` is never stored, anything else to the session. Keys keep their prefix where
+// they are stored, so the merged view a session read shows is a plain union. Pure: no I/O, inputs
+// are never mutated.
+import type { JsonObject } from '../../db/schema.js';
+import { type StateDeltaMode, applyStateDelta } from './state-delta.js';
+
+export const STORED_SCOPES = ['session', 'user', 'app'] as const;
+export type StoredScope = (typeof STORED_SCOPES)[number];
+export type KeyScope = StoredScope | 'temp';
+
+export const USER_PREFIX = 'user:';
+export const APP_PREFIX = 'app:';
+export const TEMP_PREFIX = 'temp:';
+
+/** One state object per stored scope. */
+export type ScopedStates = Record<StoredScope, JsonObject>;
+
+export function scopeOfKey(key: string): KeyScope {
+  if (key.startsWith(USER_PREFIX)) return 'user';
+  if (key.startsWith(APP_PREFIX)) return 'app';
+  if (key.startsWith(TEMP_PREFIX)) return 'temp';
+  return 'session';
+}
+
+/** Splits a state or a delta by the scope of its top-level keys; `temp:` keys are dropped. */
+export function splitByScope(object: JsonObject): ScopedStates {
+  const parts: ScopedStates = { session: {}, user: {}, app: {} };
+  for (const [key, value] of Object.entries(object)) {
+    const scope = scopeOfKey(key);
+    if (scope !== 'temp') parts[scope][key] = value;
+  }
+  return parts;
+}
+
+/** The object without its `temp:` keys (what is stored of an event's stateDelta). */
+export function withoutTempKeys(object: JsonObject): JsonObject {
+  return Object.fromEntries(Object.entries(object).filter(([key]) => scopeOfKey(key) !== 'temp'));
+}
+
+/** The stored scopes a delta changes (`temp:` keys change nothing). */
+export function scopesTouched(delta: JsonObject): Set<StoredScope> {
+  const touched = new Set<StoredScope>();
+  for (const key of Object.keys(delta)) {
+    const scope = scopeOfKey(key);
+    if (scope !== 'temp') touched.add(scope);
+  }
+  return touched;
+}
+
+/**
+ * Applies a delta scope by scope, each part with the same mode (so `null` in merge-patch deletes
+ * a scoped key, and replace stores it). A scope the delta does not touch is returned as it was.
+ */
+export function applyScopedDelta(states: ScopedStates, delta: JsonObject, mode?: StateDeltaMode): ScopedStates {
+  const parts = splitByScope(delta);
+  const next = { ...states };
+  for (const scope of STORED_SCOPES) {
+    if (Object.keys(parts[scope]).length > 0) next[scope] = applyStateDelta(states[scope], parts[scope], mode);
+  }
+  return next;
+}
+
+/**
+ * The state a session read shows: the session's own keys plus the user's `user:*` and the space's
+ * `app:*` keys. Each part only contributes keys of its own scope, so a stray key stored in the
+ * wrong place can neither shadow nor leak into another scope.
+ */
+export function mergedStateView(states: ScopedStates): JsonObject {
+  const view: JsonObject = {};
+  for (const scope of STORED_SCOPES) {
+    for (const [key, value] of Object.entries(states[scope])) {
+      if (scopeOfKey(key) === scope) view[key] = value;
+    }
+  }
+  return view;
+}

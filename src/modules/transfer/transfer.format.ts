@@ -1,0 +1,92 @@
+// Writing an export document as JSON or YAML text, piece by piece, and reading a YAML document
+// safely. Pure apart from consuming the given event chunks: no database, no HTTP.
+import { parse, stringify } from 'yaml';
+import type { EventView } from '../events/event.model.js';
+import type { SessionExport } from './transfer.service.js';
+
+export type ExportFormat = 'json' | 'yaml';
+
+export const CONTENT_TYPES = { json: 'application/json; charset=utf-8', yaml: 'application/yaml; charset=utf-8' } as const;
+export const YAML_MEDIA_TYPES = ['application/yaml', 'text/yaml', 'application/x-yaml'] as const;
+
+// Anchors are never written: every event would otherwise be compared with every other.
+const YAML_WRITE = { aliasDuplicateObjects: false, lineWidth: 0 } as const;
+
+/**
+ * `?format=` wins; else the Accept type with the highest q among JSON and YAML (the first listed on
+ * a tie); anything else, `*\/*` or no Accept at all answers JSON.
+ */
+export function chooseExportFormat(queryFormat: ExportFormat | undefined, accept: string | undefined): ExportFormat {
+  if (queryFormat) return queryFormat;
+  let best: { format: ExportFormat; q: number } | undefined;
+  for (const item of (accept ?? '').split(',')) {
+    const [type = '', ...params] = item.split(';').map((part) => part.trim().toLowerCase());
+    const format: ExportFormat | undefined = type === 'application/json' ? 'json' : (YAML_MEDIA_TYPES as readonly string[]).includes(type) ? 'yaml' : undefined;
+    if (!format) continue;
+    const qParam = params.find((param) => param.startsWith('q='));
+    const q = qParam ? Number(qParam.slice(2)) : 1;
+    if (!Number.isFinite(q) || q <= 0) continue;
+    if (!best || q > best.q) best = { format, q };
+  }
+  return best?.format ?? 'json';
+}
+
+/**
+ * The document's text in pieces: the header, then each chunk of events. Parsing the joined
+ * pieces gives `{ format, session, events }` in either format.
+ */
+export async function* exportText(doc: SessionExport, format: ExportFormat): AsyncGenerator<string> {
+  const header = { format: doc.format, session: doc.session };
+  if (format === 'json') {
+    yield `${JSON.stringify(header).slice(0, -1)},"events":[`;
+    let first = true;
+    for await (const chunk of doc.eventChunks()) {
+      if (chunk.length === 0) continue;
+      yield `${first ? '' : ','}${chunk.map((event) => JSON.stringify(event)).join(',')}`;
+      first = false;
+    }
+    yield ']}\n';
+    return;
+  }
+  yield stringify(header, YAML_WRITE);
+  let any = false;
+  for await (const chunk of doc.eventChunks()) {
+    if (chunk.length === 0) continue;
+    // A block sequence at the key's own indentation is valid YAML for the value of `events:`.
+    yield `${any ? '' : 'events:\n'}${stringify(chunk satisfies EventView[], YAML_WRITE)}`;
+    any = true;
+  }
+  if (!any) yield 'events: []\n';
+}
+
+/** Few aliases at most: an alias bomb is refused before it expands. */
+export const YAML_MAX_ALIASES = 50;
+
+/**
+ * Parses one YAML document with the YAML 1.2 core schema (plain JSON types: no timestamps, no
+ * custom tags), refusing duplicate keys and alias expansion beyond YAML_MAX_ALIASES.
+ * Throws the yaml package's error on bad input.
+ */
+export function parseYamlDocument(text: string): unknown {
+  const value: unknown = parse(text, { schema: 'core', maxAliasCount: YAML_MAX_ALIASES, uniqueKeys: true, merge: false, prettyErrors: false });
+  assertNoPrototypeKeys(value);
+  return value;
+}
+
+/** The JSON body parser refuses `__proto__` and `constructor.prototype`; YAML bodies get the same rule. */
+function assertNoPrototypeKeys(value: unknown): void {
+  const pending: unknown[] = [value];
+  while (pending.length > 0) {
+    const item = pending.pop();
+    if (item === null || typeof item !== 'object') continue;
+    if (!Array.isArray(item)) {
+      if (Object.hasOwn(item, '__proto__')) throw new Error('the key "__proto__" is not allowed');
+      const constructorValue: unknown = (item as Record<string, unknown>).constructor;
+      if (Object.hasOwn(item, 'constructor') && constructorValue !== null && typeof constructorValue === 'object' && Object.hasOwn(constructorValue, 'prototype')) {
+        throw new Error('the key "constructor.prototype" is not allowed');
+      }
+    }
+    // A loop, not push(...children): spreading a 100,000-element array overflows the argument limit.
+    for (const child of Array.isArray(item) ? (item as unknown[]) : Object.values(item)) pending.push(child);
+  }
+}

@@ -1,0 +1,150 @@
+// Queries of export and import. Every query is scoped by account and space.
+import { type Insertable, type Transaction, sql } from 'kysely';
+import type { Database } from '../../db/connect.js';
+import type { DB, EventRow, EventsTable, JsonObject, NewSessionRow, SessionRow, SpaceRow } from '../../db/schema.js';
+
+type Executor = Database | Transaction<DB>;
+
+export interface UserKey {
+  accountId: string;
+  spaceId: string;
+  userId: string;
+}
+
+export interface SessionKey extends UserKey {
+  sessionId: string;
+}
+
+/** Rows per insert of imported events: 17 columns × 500 stays far below Postgres' 65,535 parameters. */
+const INSERT_CHUNK = 500;
+
+export async function findSpace(db: Executor, accountId: string, spaceId: string): Promise<SpaceRow | undefined> {
+  return db.selectFrom('session_spaces').selectAll().where('account_id', '=', accountId).where('space_id', '=', spaceId).executeTakeFirst();
+}
+
+/**
+ * FOR KEY SHARE keeps the space from being deleted until the import commits, yet lets other
+ * transactions (and this one) update its state: a plain UPDATE takes FOR NO KEY UPDATE, which does
+ * not conflict with it, so concurrent imports into one space cannot deadlock on a lock upgrade.
+ */
+export async function keyShareSpace(trx: Transaction<DB>, accountId: string, spaceId: string): Promise<SpaceRow | undefined> {
+  return trx.selectFrom('session_spaces').selectAll().where('account_id', '=', accountId).where('space_id', '=', spaceId).forKeyShare().executeTakeFirst();
+}
+
+/** The session unless it is missing or expired, with the user's and the space's scoped state. */
+export async function findLiveSessionWithScopes(
+  db: Executor,
+  key: SessionKey,
+): Promise<{ session: SessionRow; userState: JsonObject; appState: JsonObject } | undefined> {
+  const row = await db
+    .selectFrom('sessions')
+    .innerJoin('space_users', (join) =>
+      join.onRef('space_users.account_id', '=', 'sessions.account_id').onRef('space_users.space_id', '=', 'sessions.space_id').onRef('space_users.user_id', '=', 'sessions.user_id'),
+    )
+    .innerJoin('session_spaces', (join) => join.onRef('session_spaces.account_id', '=', 'sessions.account_id').onRef('session_spaces.space_id', '=', 'sessions.space_id'))
+    .selectAll('sessions')
+    .select(['space_users.state as user_state', 'session_spaces.state as app_state'])
+    .where('sessions.account_id', '=', key.accountId)
+    .where('sessions.space_id', '=', key.spaceId)
+    .where('sessions.user_id', '=', key.userId)
+    .where('sessions.session_id', '=', key.sessionId)
+    .where(sql<boolean>`(sessions.expire_time IS NULL OR sessions.expire_time > now())`)
+    .executeTakeFirst();
+  if (!row) return undefined;
+  const { user_state, app_state, ...session } = row;
+  return { session, userState: user_state, appState: app_state };
+}
+
+/** Events with fromSeq ≤ seq ≤ toSeq, by seq. */
+export async function readEventRange(db: Executor, key: SessionKey, fromSeq: number, toSeq: number): Promise<EventRow[]> {
+  return db
+    .selectFrom('events')
+    .selectAll()
+    .where('account_id', '=', key.accountId)
+    .where('space_id', '=', key.spaceId)
+    .where('user_id', '=', key.userId)
+    .where('session_id', '=', key.sessionId)
+    .where('seq', '>=', fromSeq)
+    .where('seq', '<=', toSeq)
+    .orderBy('seq')
+    .execute();
+}
+
+/** The session row locked for update, expired or not. */
+export async function lockAnySession(trx: Transaction<DB>, key: SessionKey): Promise<(SessionRow & { expired: boolean }) | undefined> {
+  return trx
+    .selectFrom('sessions')
+    .selectAll()
+    .select(sql<boolean>`coalesce(expire_time <= now(), false)`.as('expired'))
+    .where('account_id', '=', key.accountId)
+    .where('space_id', '=', key.spaceId)
+    .where('user_id', '=', key.userId)
+    .where('session_id', '=', key.sessionId)
+    .forUpdate()
+    .executeTakeFirst();
+}
+
+export async function deleteSessionRow(trx: Transaction<DB>, key: SessionKey): Promise<void> {
+  await trx
+    .deleteFrom('sessions')
+    .where('account_id', '=', key.accountId)
+    .where('space_id', '=', key.spaceId)
+    .where('user_id', '=', key.userId)
+    .where('session_id', '=', key.sessionId)
+    .execute();
+}
+
+export async function ensureSpaceUser(trx: Transaction<DB>, key: UserKey): Promise<void> {
+  await trx
+    .insertInto('space_users')
+    .values({ account_id: key.accountId, space_id: key.spaceId, user_id: key.userId })
+    .onConflict((oc) => oc.columns(['account_id', 'space_id', 'user_id']).doNothing())
+    .execute();
+}
+
+/** Inserts the session unless the key is taken (then answers undefined, as create does). */
+export async function insertSessionIfAbsent(trx: Transaction<DB>, row: NewSessionRow): Promise<SessionRow | undefined> {
+  return trx
+    .insertInto('sessions')
+    .values(row)
+    .onConflict((oc) => oc.columns(['account_id', 'space_id', 'user_id', 'session_id']).doNothing())
+    .returningAll()
+    .executeTakeFirst();
+}
+
+export async function insertEventRows(trx: Transaction<DB>, rows: Insertable<EventsTable>[]): Promise<void> {
+  for (let start = 0; start < rows.length; start += INSERT_CHUNK) {
+    await trx.insertInto('events').values(rows.slice(start, start + INSERT_CHUNK)).execute();
+  }
+}
+
+/**
+ * Adds `sessions` to the user's count and merges `keys` into its state (jsonb `||`: top-level
+ * keys of `keys` replace the stored ones). Answers the resulting state.
+ */
+export async function mergeUserState(trx: Transaction<DB>, key: UserKey, keys: JsonObject, sessions: number): Promise<JsonObject> {
+  const row = await trx
+    .updateTable('space_users')
+    .set((eb) => ({
+      session_count: eb('session_count', '+', sessions),
+      state: sql<string>`state || ${JSON.stringify(keys)}::jsonb`,
+    }))
+    .where('account_id', '=', key.accountId)
+    .where('space_id', '=', key.spaceId)
+    .where('user_id', '=', key.userId)
+    .returning('state')
+    .executeTakeFirstOrThrow();
+  return row.state;
+}
+
+/** Merges `keys` into the space's state, as mergeUserState does; answers the resulting state. */
+export async function mergeSpaceState(trx: Transaction<DB>, accountId: string, spaceId: string, keys: JsonObject): Promise<JsonObject> {
+  const row = await trx
+    .updateTable('session_spaces')
+    .set({ state: sql<string>`state || ${JSON.stringify(keys)}::jsonb` })
+    .where('account_id', '=', accountId)
+    .where('space_id', '=', spaceId)
+    .returning('state')
+    .executeTakeFirstOrThrow();
+  return row.state;
+}

@@ -1,0 +1,89 @@
+// Export and import of a session (SPEC 4.9), as JSON or YAML.
+import { Readable } from 'node:stream';
+import { AppError } from '../../errors.js';
+import { errorResponses } from '../../http/schemas.js';
+import type { AppDeps, ZodApp } from '../../http/zod-app.js';
+import { CONTENT_TYPES, YAML_MEDIA_TYPES, chooseExportFormat, exportText, parseYamlDocument } from './transfer.format.js';
+import { ExportDocument, type ExportDocumentValue, ExportParams, ExportQuery, IMPORT_BODY_BYTES, ImportParams, ImportResponse, MAX_TRANSFER_EVENTS, importSchemas } from './transfer.schemas.js';
+import { importSession, openExport } from './transfer.service.js';
+
+export async function transferRoutes(app: ZodApp, { db, limits }: AppDeps): Promise<void> {
+  const { ImportBody } = importSchemas(limits);
+
+  app.get(
+    '/spaces/:spaceId/users/:userId/sessions/:sessionId/export',
+    {
+      config: { action: 'session:ExportSession' },
+      schema: {
+        tags: ['sessions'],
+        summary: 'Export a session with its whole history',
+        description:
+          `A portable document (format ${ExportDocument.shape.format.value}) with everything needed to re-create the session: ids, seq, ` +
+          'timestamps, revision, state, the user: and app: keys it sees (scopedState), memo and window. JSON by default; YAML with ' +
+          '`Accept: application/yaml` (or text/yaml) or `?format=yaml`; `?format=json` forces JSON. Any other Accept answers JSON. ' +
+          'The events are streamed in seq order, so a long history does not have to fit in memory.',
+        params: ExportParams,
+        querystring: ExportQuery,
+        response: {
+          200: ExportDocument.describe('The export document, as JSON or YAML.'),
+          ...errorResponses('ResourceNotFound.SessionSpace', 'ResourceNotFound.Session'),
+        },
+      },
+    },
+    async (request, reply) => {
+      const format = chooseExportFormat(request.query.format, request.headers.accept);
+      const doc = await openExport(db, { accountId: request.principal.accountId, ...request.params });
+      // A stream bypasses the response serializer; its text is the ExportDocument the schema documents.
+      const body = Readable.from(exportText(doc, format)) as unknown as ExportDocumentValue;
+      return reply.type(CONTENT_TYPES[format]).send(body);
+    },
+  );
+
+  // Its own scope, so the YAML body parser and the larger body limit apply to import alone.
+  await app.register(async (scope: ZodApp) => {
+    scope.addContentTypeParser([...YAML_MEDIA_TYPES], { parseAs: 'string' }, (_request, body, done) => {
+      try {
+        done(null, parseYamlDocument(body as string));
+      } catch (error) {
+        const reason = error instanceof Error ? error.message.split('\n')[0] : 'unreadable';
+        done(new AppError('InvalidParameter', `The body is not a valid YAML document: ${reason}`, { details: { issues: [{ field: 'body', message: 'must be one valid YAML document' }] } }), undefined);
+      }
+    });
+
+    scope.post(
+      '/spaces/:spaceId/sessions/import',
+      {
+        config: { action: 'session:ImportSession' },
+        bodyLimit: Math.max(IMPORT_BODY_BYTES, limits.bodyBytes),
+        schema: {
+          tags: ['sessions'],
+          summary: 'Import a session from an export document',
+          description:
+            'Body: an export document as JSON (`Content-Type: application/json`) or YAML (`application/yaml`, `text/yaml`), at most ' +
+            `${IMPORT_BODY_BYTES / (1024 * 1024)} MiB and ${MAX_TRANSFER_EVENTS} events. The whole document is checked before anything is written; ` +
+            'a bad one answers 400 naming the field (e.g. `events[3].seq`). The session keeps its ids, seq, timestamps, revision, memo and ' +
+            'window; session.spaceId is ignored (it goes into the space of the path). An existing session with the same userId and ' +
+            'sessionId answers 409 (an expired one is replaced). scopedState.user and scopedState.app are merged into the user\'s and the ' +
+            'space\'s state: the document\'s top-level keys replace stored ones, other stored keys stay. A later append that resends an ' +
+            'imported eventId is a replay only if it sends the event exactly as exported (without seq and createTime).',
+          params: ImportParams,
+          body: ImportBody,
+          response: {
+            201: ImportResponse,
+            ...errorResponses(
+              'ResourceNotFound.SessionSpace',
+              'ResourceInUse.SessionExists',
+              'LimitExceeded.State',
+              'LimitExceeded.RequestSize',
+              'UnsupportedMediaType',
+            ),
+          },
+        },
+      },
+      async (request, reply) => {
+        const session = await importSession(db, limits, { accountId: request.principal.accountId, spaceId: request.params.spaceId }, request.body);
+        return reply.status(201).send(session);
+      },
+    );
+  });
+}
