@@ -1,6 +1,6 @@
 // Queries of the context module. Every query is scoped by the full session key, account first.
 import { type Transaction, sql } from 'kysely';
-import type { DB, EventRow, SessionRow } from '../../db/schema.js';
+import type { DB, EventRow } from '../../db/schema.js';
 
 export interface SessionKey {
   accountId: string;
@@ -29,19 +29,6 @@ export async function listNewestEvents(trx: Transaction<DB>, key: SessionKey, ra
     .execute();
 }
 
-/** The session row locked for update, expired or not (expired answers 404 in the service). */
-export async function lockSessionRow(trx: Transaction<DB>, key: SessionKey): Promise<(SessionRow & { expired: boolean }) | undefined> {
-  return trx
-    .selectFrom('sessions')
-    .selectAll()
-    .select(sql<boolean>`coalesce(expire_time <= now(), false)`.as('expired'))
-    .where('account_id', '=', key.accountId)
-    .where('space_id', '=', key.spaceId)
-    .where('user_id', '=', key.userId)
-    .where('session_id', '=', key.sessionId)
-    .forUpdate()
-    .executeTakeFirst();
-}
 
 /** Sets the window start and/or memo (serialized JSON, null clears), bumps revision and update time. */
 export async function updateContextFields(trx: Transaction<DB>, key: SessionKey, changes: { windowStartSeq?: number; memo?: string | null }): Promise<void> {

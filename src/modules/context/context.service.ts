@@ -10,7 +10,8 @@ import type { SessionView } from '../sessions/session.model.js';
 import { MEMO_MAX_BYTES, readSessionView } from '../sessions/sessions.service.js';
 import { findSpaceOrThrow } from '../spaces/space-lookup.js';
 import { selectContextWindow, serializedSize } from './context-window.js';
-import { type SessionKey, listNewestEvents, lockSessionRow, updateContextFields } from './context.repository.js';
+import { lockSession } from '../sessions/sessions.repository.js';
+import { type SessionKey, listNewestEvents, updateContextFields } from './context.repository.js';
 import type { ContextBudget, PutContextInput, SessionContextView } from './context.schemas.js';
 
 export type { SessionKey } from './context.repository.js';
@@ -91,7 +92,7 @@ export async function writeContext(
   }
 
   return db.transaction().execute(async (trx) => {
-    const current = await lockSessionRow(trx, key);
+    const current = await lockSession(trx, key);
     if (!current || current.expired) throw await notFound(trx, key);
     assertIfMatch(ifMatch, current.revision);
     if (input.windowStartSeq !== undefined && input.windowStartSeq > current.event_count + 1) {

@@ -70,38 +70,6 @@ export async function readEventRange(db: Executor, key: SessionKey, fromSeq: num
     .execute();
 }
 
-/** The session row locked for update, expired or not. */
-export async function lockAnySession(trx: Transaction<DB>, key: SessionKey): Promise<(SessionRow & { expired: boolean }) | undefined> {
-  return trx
-    .selectFrom('sessions')
-    .selectAll()
-    .select(sql<boolean>`coalesce(expire_time <= now(), false)`.as('expired'))
-    .where('account_id', '=', key.accountId)
-    .where('space_id', '=', key.spaceId)
-    .where('user_id', '=', key.userId)
-    .where('session_id', '=', key.sessionId)
-    .forUpdate()
-    .executeTakeFirst();
-}
-
-export async function deleteSessionRow(trx: Transaction<DB>, key: SessionKey): Promise<void> {
-  await trx
-    .deleteFrom('sessions')
-    .where('account_id', '=', key.accountId)
-    .where('space_id', '=', key.spaceId)
-    .where('user_id', '=', key.userId)
-    .where('session_id', '=', key.sessionId)
-    .execute();
-}
-
-export async function ensureSpaceUser(trx: Transaction<DB>, key: UserKey): Promise<void> {
-  await trx
-    .insertInto('space_users')
-    .values({ account_id: key.accountId, space_id: key.spaceId, user_id: key.userId })
-    .onConflict((oc) => oc.columns(['account_id', 'space_id', 'user_id']).doNothing())
-    .execute();
-}
-
 /** Inserts the session unless the key is taken (then answers undefined, as create does). */
 export async function insertSessionIfAbsent(trx: Transaction<DB>, row: NewSessionRow): Promise<SessionRow | undefined> {
   return trx

@@ -20,18 +20,16 @@ import { APP_PREFIX, USER_PREFIX } from '../state/scoped-state.js';
 import { type ExportedSessionValue, type ImportBodyValue, type ImportedEventValue, EXPORT_FORMAT } from './transfer.schemas.js';
 import {
   type SessionKey,
-  deleteSessionRow,
-  ensureSpaceUser,
   findLiveSessionWithScopes,
   findSpace,
   insertEventRows,
   insertSessionIfAbsent,
   keyShareSpace,
-  lockAnySession,
   mergeSpaceState,
   mergeUserState,
   readEventRange,
 } from './transfer.repository.js';
+import { deleteSessionRow, ensureSpaceUser, lockSession } from '../sessions/sessions.repository.js';
 
 /** Events read per query while exporting. */
 const EXPORT_CHUNK = 1000;
@@ -98,7 +96,7 @@ export async function importSession(db: Database, limits: Limits, target: { acco
     if (!space) throw spaceNotFound(target.spaceId);
     await ensureSpaceUser(trx, key);
     let addedSessions = 1;
-    const existing = await lockAnySession(trx, key);
+    const existing = await lockSession(trx, key);
     if (existing && !existing.expired) throw sessionExists(key);
     if (existing) {
       // Replacing an expired session keeps the user's session count as it was.
