@@ -1,13 +1,9 @@
 // Queries of the context module. Every query is scoped by the full session key, account first.
 import { type Transaction, sql } from 'kysely';
 import type { DB, EventRow } from '../../db/schema.js';
+import type { SessionKey } from '../sessions/sessions.repository.js';
 
-export interface SessionKey {
-  accountId: string;
-  spaceId: string;
-  userId: string;
-  sessionId: string;
-}
+export type { SessionKey };
 
 /**
  * The newest events with seq in [fromSeq, beforeSeq), newest first. The primary key is

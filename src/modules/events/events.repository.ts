@@ -2,13 +2,9 @@
 import { type Insertable, type SelectQueryBuilder, type Transaction, sql } from 'kysely';
 import type { Database } from '../../db/connect.js';
 import type { DB, EventRow, EventsTable, JsonObject, SessionRow } from '../../db/schema.js';
+import type { SessionKey } from '../sessions/sessions.repository.js';
 
-export interface SessionKey {
-  accountId: string;
-  spaceId: string;
-  userId: string;
-  sessionId: string;
-}
+export type { SessionKey };
 
 export interface EventFilters {
   afterSeq?: number;

@@ -2,18 +2,11 @@
 import { type Insertable, type Transaction, sql } from 'kysely';
 import type { Database } from '../../db/connect.js';
 import type { DB, EventRow, EventsTable, JsonObject, NewSessionRow, SessionRow, SpaceRow } from '../../db/schema.js';
+import type { SessionKey, UserKey } from '../sessions/sessions.repository.js';
 
 type Executor = Database | Transaction<DB>;
 
-export interface UserKey {
-  accountId: string;
-  spaceId: string;
-  userId: string;
-}
-
-export interface SessionKey extends UserKey {
-  sessionId: string;
-}
+export type { SessionKey, UserKey };
 
 /** Rows per insert of imported events: 17 columns × 500 stays far below Postgres' 65,535 parameters. */
 const INSERT_CHUNK = 500;
