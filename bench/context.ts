@@ -5,7 +5,6 @@
 //   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench:context
 //
 // Creates and drops its own database. Environment: BENCH_N (reads per case, default 500).
-import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import { buildApp } from '../src/app.js';
@@ -13,44 +12,12 @@ import { DEFAULT_LIMITS } from '../src/config.js';
 import { openDatabase } from '../src/db/connect.js';
 import { migrateToLatest } from '../src/db/migrate.js';
 import { createAccount } from '../src/modules/accounts/accounts.service.js';
+import { createBenchDatabase, time } from './support.js';
 
-const ADMIN_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const N = Number(process.env.BENCH_N ?? 500);
 const WARMUP = 50;
 const SIZES = [100, 100_000] as const;
 const USER = 'bench-user';
-
-function withDatabase(url: string, database: string): string {
-  const parsed = new URL(url);
-  parsed.pathname = `/${database}`;
-  return parsed.toString();
-}
-
-async function admin(text: string): Promise<void> {
-  const client = new pg.Client({ connectionString: ADMIN_URL });
-  await client.connect();
-  try {
-    await client.query(text);
-  } finally {
-    await client.end();
-  }
-}
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-}
-
-async function time(runs: number, once: () => Promise<void>): Promise<{ p50: number; p99: number; mean: number }> {
-  for (let i = 0; i < WARMUP; i++) await once();
-  const samples: number[] = [];
-  for (let i = 0; i < runs; i++) {
-    const start = performance.now();
-    await once();
-    samples.push(performance.now() - start);
-  }
-  samples.sort((a, b) => a - b);
-  return { p50: percentile(samples, 50), p99: percentile(samples, 99), mean: samples.reduce((a, b) => a + b, 0) / samples.length };
-}
 
 // ~300 bytes of event JSON per row, alternating user and agent turns, as an append would store it.
 const FILL_EVENTS = `
@@ -81,9 +48,7 @@ const EVENTS_SQL = `
   ORDER BY seq DESC LIMIT $7`;
 
 async function main(): Promise<void> {
-  const name = `ass_bench_${randomBytes(4).toString('hex')}`;
-  await admin(`CREATE DATABASE "${name}"`);
-  const url = withDatabase(ADMIN_URL, name);
+  const { name, url, drop } = await createBenchDatabase();
   const handle = await openDatabase({ kind: 'postgres', url, poolMax: 4, statementTimeoutMs: 600_000, connectTimeoutMs: 10_000 });
   const raw = new pg.Pool({ connectionString: url, max: 1 });
   try {
@@ -153,7 +118,7 @@ async function main(): Promise<void> {
   } finally {
     await raw.end();
     await handle.close();
-    await admin(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+    await drop();
   }
 }
 
