@@ -54,7 +54,7 @@ async function main(): Promise<void> {
   try {
     await migrateToLatest(handle.db);
     const account = await createAccount(handle.db, 'bench');
-    const app = await buildApp({ db: handle.db, limits: { ...DEFAULT_LIMITS, rateLimitMax: 0 } });
+    const app = await buildApp({ db: handle.db, pool: handle.pool, limits: { ...DEFAULT_LIMITS, rateLimitMax: 0 } });
     await app.ready();
     const spaceId = account.defaultSpaceId;
     const headers = { authorization: `Bearer ${account.rootCredential.token}` };

@@ -10,9 +10,12 @@ import type { Database } from './db/connect.js';
 import { registerAuthentication } from './http/auth.js';
 import { registerAuthorization } from './http/authorization.js';
 import { registerBodyNestingLimit } from './http/body-nesting.js';
-import { registerErrorHandling } from './http/error-handler.js';
+import { registerErrorHandling, renderFrameworkError } from './http/error-handler.js';
+import { metricsRoutes, registerMetrics } from './http/metrics.js';
 import { registerRateLimit } from './http/rate-limit.js';
+import { registerRequestTextRules } from './http/request-text.js';
 import type { AppDeps, ZodApp } from './http/zod-app.js';
+import type { PoolStats } from './lib/metrics-registry.js';
 import { healthRoutes } from './modules/health/health.routes.js';
 import { v1Routes } from './routes.js';
 
@@ -23,14 +26,30 @@ export interface BuildAppOptions {
   credentialMasterKey?: Buffer | undefined;
   /** A pino logger, or false for none (tests). */
   logger?: FastifyBaseLogger | false;
+  /** The database pool, read by the /metrics pool gauges; without it they are left out. */
+  pool?: PoolStats | undefined;
+  /** METRICS_TOKEN: when set, GET /metrics needs `Authorization: Bearer <token>`. */
+  metricsToken?: string | undefined;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
-export async function buildApp({ db, limits, credentialMasterKey, logger = false }: BuildAppOptions): Promise<FastifyInstance> {
+export async function buildApp({ db, limits, credentialMasterKey, logger = false, pool, metricsToken }: BuildAppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     ...(logger ? { loggerInstance: logger } : { logger: false }),
     bodyLimit: limits.bodyBytes,
+    // Slow clients cannot hold connections: Node answers 408 and closes a connection whose headers,
+    // or whole request with its body, have not arrived in time. It checks these deadlines only every
+    // connectionsCheckingInterval (default 30 s), so the interval follows the headers timeout.
+    http: {
+      headersTimeout: limits.headersTimeoutMs,
+      requestTimeout: limits.requestTimeoutMs,
+      connectionsCheckingInterval: Math.min(1_000, Math.max(10, Math.floor(limits.headersTimeoutMs / 4))),
+    },
+    requestTimeout: limits.requestTimeoutMs, // Fastify sets it on the server again after creating it
+    keepAliveTimeout: limits.keepAliveTimeoutMs,
+    // A URL the router cannot decode (a bad percent-escape) gets the error envelope too.
+    frameworkErrors: renderFrameworkError,
     // A well-formed X-Request-Id from the caller (or a proxy) is kept, so logs line up end to end.
     genReqId: (request) => {
       const given = request.headers['x-request-id'];
@@ -50,7 +69,9 @@ export async function buildApp({ db, limits, credentialMasterKey, logger = false
   app.setSerializerCompiler(serializerCompiler);
   registerErrorHandling(app);
   registerRequestLogging(app);
+  const metrics = registerMetrics(app, { pool });
   registerBodyNestingLimit(app);
+  registerRequestTextRules(app);
 
   await app.register(swagger, {
     openapi: {
@@ -70,7 +91,7 @@ export async function buildApp({ db, limits, credentialMasterKey, logger = false
         { name: 'sessions', description: 'Sessions of business users' },
         { name: 'events', description: 'Append-only event history' },
         { name: 'iam', description: 'Sub-accounts, their policies, and credentials' },
-        { name: 'health', description: 'Liveness and readiness' },
+        { name: 'health', description: 'Liveness, readiness and Prometheus metrics' },
       ],
     },
     transform: jsonSchemaTransform,
@@ -79,8 +100,9 @@ export async function buildApp({ db, limits, credentialMasterKey, logger = false
   await app.register(swaggerUi, { routePrefix: '/docs' });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
-  const deps: AppDeps = { db, limits, credentialMasterKey };
+  const deps: AppDeps = { db, limits, credentialMasterKey, metrics };
   await app.register(async (scope) => healthRoutes(scope as ZodApp, deps));
+  await app.register(async (scope) => metricsRoutes(scope as ZodApp, metrics, metricsToken));
   await app.register(
     async (scope) => {
       registerAuthentication(scope, db);

@@ -24,6 +24,8 @@ const environmentSchema = z.object({
     .string()
     .refine((value) => /^[A-Za-z0-9+/]+={0,2}$/.test(value) && Buffer.from(value, 'base64').length === 32, 'must be the base64 encoding of exactly 32 bytes (e.g. `openssl rand -base64 32`)')
     .optional(),
+  // Optional: unset, GET /metrics is open like /healthz (SPEC §3); set, a scrape needs it as a bearer token.
+  METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   DB_POOL_MAX: int(1, 10),
   DB_STATEMENT_TIMEOUT_MS: int(100, 10_000),
   DB_CONNECT_TIMEOUT_MS: int(100, 5_000),
@@ -38,6 +40,11 @@ const environmentSchema = z.object({
   MAX_FILTERS: int(1, 10),
   RATE_LIMIT_MAX: int(0, 1200),
   RATE_LIMIT_WINDOW_MS: int(1000, 60_000),
+  // Slow clients (slowloris): a connection is cut off (408) when its headers, or its whole request
+  // with the body, have not arrived in time; an idle keep-alive connection is closed.
+  HTTP_HEADERS_TIMEOUT_MS: int(100, 10_000),
+  HTTP_REQUEST_TIMEOUT_MS: int(100, 30_000),
+  HTTP_KEEP_ALIVE_TIMEOUT_MS: int(100, 5_000),
   SWEEP_INTERVAL_MS: int(0, 60_000),
   // Bounded so that one sweep stays one short transaction.
   SWEEP_BATCH_SIZE: z.coerce.number().int().min(1).max(10_000).default(500),
@@ -56,6 +63,12 @@ export interface Limits {
   /** Requests per credential per window and instance; 0 turns rate limiting off. */
   rateLimitMax: number;
   rateLimitWindowMs: number;
+  /** Time to receive a request's headers; at most requestTimeoutMs (Node refuses more). */
+  headersTimeoutMs: number;
+  /** Time to receive a whole request, body included (not the time to answer it). */
+  requestTimeoutMs: number;
+  /** An idle keep-alive connection is closed after this (Node adds 1 s of grace to the advertised value). */
+  keepAliveTimeoutMs: number;
 }
 
 export interface Config {
@@ -68,6 +81,8 @@ export interface Config {
   rootApiKey: string | undefined;
   /** 32 bytes from CREDENTIAL_MASTER_KEY, or undefined when it is not set. */
   credentialMasterKey: Buffer | undefined;
+  /** METRICS_TOKEN, or undefined when /metrics is open. */
+  metricsToken: string | undefined;
   limits: Limits;
   /** The expired-session sweeper; intervalMs 0 turns it off on this instance. */
   sweeper: { intervalMs: number; batchSize: number };
@@ -92,6 +107,9 @@ function limitsFrom(env: z.infer<typeof environmentSchema>): Limits {
     filters: env.MAX_FILTERS,
     rateLimitMax: env.RATE_LIMIT_MAX,
     rateLimitWindowMs: env.RATE_LIMIT_WINDOW_MS,
+    headersTimeoutMs: env.HTTP_HEADERS_TIMEOUT_MS,
+    requestTimeoutMs: env.HTTP_REQUEST_TIMEOUT_MS,
+    keepAliveTimeoutMs: env.HTTP_KEEP_ALIVE_TIMEOUT_MS,
   };
 }
 
@@ -105,6 +123,9 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     throw new ConfigError(`Invalid environment:\n${lines.join('\n')}`);
   }
   const e = parsed.data;
+  if (e.HTTP_HEADERS_TIMEOUT_MS > e.HTTP_REQUEST_TIMEOUT_MS) {
+    throw new ConfigError('Invalid environment:\n  HTTP_HEADERS_TIMEOUT_MS: must be at most HTTP_REQUEST_TIMEOUT_MS (the headers are part of the request)');
+  }
   return {
     port: e.PORT,
     host: e.HOST,
@@ -120,6 +141,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     logLevel: e.LOG_LEVEL,
     rootApiKey: e.ROOT_API_KEY,
     credentialMasterKey: e.CREDENTIAL_MASTER_KEY ? Buffer.from(e.CREDENTIAL_MASTER_KEY, 'base64') : undefined,
+    metricsToken: e.METRICS_TOKEN,
     limits: limitsFrom(e),
     sweeper: { intervalMs: e.SWEEP_INTERVAL_MS, batchSize: e.SWEEP_BATCH_SIZE },
   };

@@ -26,13 +26,18 @@ async function main(): Promise<void> {
   const sweeper: ExpirySweeper | undefined =
     config.sweeper.intervalMs > 0 ? startExpirySweeper(database.db, { ...config.sweeper, logger }) : undefined;
 
-  const app = await buildApp({ db: database.db, limits: config.limits, credentialMasterKey: config.credentialMasterKey, logger });
+  const app = await buildApp({ db: database.db, pool: database.pool, metricsToken: config.metricsToken, limits: config.limits, credentialMasterKey: config.credentialMasterKey, logger });
   closeWithGrace({ delay: 10_000, logger }, async ({ signal, err }) => {
     if (err) logger.error({ err }, 'shutting down after an error');
     else logger.info({ signal }, 'shutting down');
-    await app.close(); // stops accepting, lets in-flight requests finish
+    // Stops accepting and lets in-flight requests finish. A keep-alive connection whose request
+    // finishes during the drain would otherwise stay open until the client or the keep-alive
+    // timeout closes it, holding close() (and the exit) that long: close each one once it is idle.
+    const closeIdle = setInterval(() => app.server.closeIdleConnections(), 50);
+    await app.close().finally(() => clearInterval(closeIdle));
     await sweeper?.stop(); // waits for a sweep in flight, which needs the database
     await database.close();
+    logger.info({ poolConnections: database.pool.totalCount }, 'shut down: requests finished, database pool closed');
   });
   await app.listen({ port: config.port, host: config.host });
 }

@@ -32,18 +32,45 @@ const types = {
   },
 } as pg.CustomTypesConfig;
 
+/** Shown in pg_stat_activity, so operators (and the shutdown test) can find the service's connections. */
+export const APPLICATION_NAME = 'agent-session-service';
+// The server's statement_timeout normally answers first (57014); the client-side timeout is the
+// backstop for a server that cannot answer at all.
+const QUERY_TIMEOUT_MARGIN_MS = 2_000;
+const KEEPALIVE_DELAY_MS = 10_000;
+
+/**
+ * A connection that dies emits 'error' on its client. pg-pool listens only while the client is
+ * idle; a client checked out (say, between two statements of a transaction) has no listener, and
+ * an unhandled 'error' event would end the process. The listener added here swallows the event:
+ * the client is already marked unusable, its pending and next queries fail (503), and the pool
+ * discards it on release, so the next request gets a fresh connection.
+ */
+function keepBrokenClientsFromCrashing(pool: pg.Pool): void {
+  pool.on('connect', (client) => client.on('error', () => {}));
+  pool.on('error', () => {});
+}
+
 export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHandle> {
   if (options.kind === 'postgres') {
     const pool = new pg.Pool({
       connectionString: options.url,
       max: options.poolMax,
+      application_name: APPLICATION_NAME,
+      // Bounds on every wait, so a database that is down or unreachable fails a request fast
+      // (503) instead of holding it: the TCP connect plus startup, each statement on the server,
+      // the wait for its answer on the client (a server that stopped answering), and a
+      // transaction left open by a client that went away.
       connectionTimeoutMillis: options.connectTimeoutMs,
       statement_timeout: options.statementTimeoutMs,
+      query_timeout: options.statementTimeoutMs + QUERY_TIMEOUT_MARGIN_MS,
+      idle_in_transaction_session_timeout: options.statementTimeoutMs,
+      // Detects a peer that vanished without closing the socket (host down, network cut).
+      keepAlive: true,
+      keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS,
       types,
     });
-    // An idle client that loses its server emits 'error' on the pool; without a listener that
-    // would crash the process. The next query gets a fresh connection.
-    pool.on('error', () => {});
+    keepBrokenClientsFromCrashing(pool);
     const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
     return { db, kind: 'postgres', pool, close: () => db.destroy() };
   }
@@ -70,7 +97,7 @@ async function openPglite(dataDir: string | undefined, statementTimeoutMs: numbe
     statement_timeout: statementTimeoutMs,
     types,
   });
-  pool.on('error', () => {});
+  keepBrokenClientsFromCrashing(pool);
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
   return {
     db,

@@ -2,24 +2,36 @@
 const UNAVAILABLE_SQLSTATES = new Set([
   '57P01', // admin_shutdown
   '57P02', // crash_shutdown
-  '57P03', // cannot_connect_now
+  '57P03', // cannot_connect_now (starting up, shutting down, in recovery)
   '53300', // too_many_connections
   '55P03', // lock_not_available (lock_timeout)
   '57014', // query_canceled (statement_timeout)
+  '25P03', // idle_in_transaction_session_timeout
 ]);
-const UNAVAILABLE_NODE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EPIPE', 'EAI_AGAIN', 'ENOENT']);
+const UNAVAILABLE_NODE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EPIPE', 'EAI_AGAIN', 'ENOENT', 'EHOSTUNREACH', 'ENETUNREACH']);
 
-export function isDatabaseUnavailable(error: unknown): boolean {
-  if (!(error instanceof Error)) return false;
+// The messages pg, pg-pool and Kysely give errors that carry no code, each seen when the server
+// goes away or cannot be reached: the pool's connect timeout; a socket closed under a query or a
+// transaction; a client already marked broken (or closed by shutdown) asked for another statement,
+// which is what Kysely's ROLLBACK after a lost connection meets; pg's client-side query_timeout;
+// Kysely's pool after destroy.
+const UNAVAILABLE_MESSAGES =
+  /timeout exceeded when trying to connect|Connection terminated|Client has encountered a connection error|is not queryable|Query read timeout|Postgres connection has been discarded|driver has already been destroyed|connect ECONNREFUSED/i;
+
+export function isDatabaseUnavailable(error: unknown, depth = 0): boolean {
+  if (!(error instanceof Error) || depth > 3) return false;
   const code = (error as { code?: unknown }).code;
   if (typeof code === 'string') {
     if (code.startsWith('08') || UNAVAILABLE_SQLSTATES.has(code) || UNAVAILABLE_NODE_CODES.has(code)) return true;
   }
-  // pg's own messages for a pool that cannot connect or a connection that went away.
-  return /timeout exceeded when trying to connect|Connection terminated|Client has encountered a connection error|connect ECONNREFUSED/i.test(error.message);
+  if (UNAVAILABLE_MESSAGES.test(error.message)) return true;
+  // A host with several addresses fails with an AggregateError of one error per address.
+  if (error instanceof AggregateError && error.errors.some((inner) => isDatabaseUnavailable(inner, depth + 1))) return true;
+  return error.cause !== undefined && isDatabaseUnavailable(error.cause, depth + 1);
 }
 
 export function isUniqueViolation(error: unknown, constraint?: string): boolean {
   const e = error as { code?: unknown; constraint?: unknown };
   return e?.code === '23505' && (constraint === undefined || e.constraint === constraint);
 }
+

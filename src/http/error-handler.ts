@@ -6,15 +6,40 @@ import { AppError, type ErrorCode, type ParameterIssue } from '../errors.js';
 
 const RETRY_AFTER_SECONDS = '2';
 
+/**
+ * The backstop's message for a value the database refused as data (SQLSTATE class 22: bad
+ * encoding, out-of-range number or date…). Validation should have named the field first; the
+ * property tests fail when a request ever gets this far.
+ */
+export const UNSTORABLE_VALUE_MESSAGE = 'A value in the request cannot be stored (the database refused it as data).';
+
 export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error, request, reply) => {
     const appError = toAppError(error as FastifyError, request.routeOptions.bodyLimit);
     if (appError.status >= 500) request.log.error({ err: error, code: appError.code }, 'request failed');
+    else if (appError.message === UNSTORABLE_VALUE_MESSAGE) request.log.warn({ err: error }, 'a value reached the database unvalidated');
     return sendError(request, reply, appError);
   });
   app.setNotFoundHandler((request, reply) =>
     sendError(request, reply, new AppError('ResourceNotFound.Route', `No route ${request.method} ${request.url.split('?')[0]}.`)),
   );
+}
+
+/**
+ * Fastify's `frameworkErrors` option: errors the router raises before any route runs (a
+ * percent-escape that does not decode, a path parameter over maxParamLength), which Fastify would
+ * otherwise answer in its own format or with the whole URL as the message.
+ */
+export function renderFrameworkError(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+  reply.header('x-request-id', request.id);
+  const badPath = (message: string) => new AppError('InvalidParameter', `The URL path is not valid: ${message}.`, { details: { issues: [{ field: 'path', message }] } });
+  const appError =
+    error.code === 'FST_ERR_BAD_URL'
+      ? badPath('a percent-escape does not decode to UTF-8')
+      : error.code === 'FST_ERR_MAX_PARAM_LENGTH'
+        ? badPath('a path parameter is longer than any identifier the API issues')
+        : toAppError(error, undefined);
+  return sendError(request, reply, appError);
 }
 
 function sendError(request: FastifyRequest, reply: FastifyReply, error: AppError) {
@@ -31,6 +56,7 @@ function toAppError(error: FastifyError, bodyLimit: number | undefined): AppErro
   if (isDatabaseUnavailable(error)) {
     return new AppError('ResourceUnavailable.Database', 'The database is unavailable; retry later.', { headers: { 'retry-after': RETRY_AFTER_SECONDS } });
   }
+  if (isDataException(error)) return new AppError('InvalidParameter', UNSTORABLE_VALUE_MESSAGE);
   switch (error.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       // Fastify's message carries no number; the route's resolved limit does.
@@ -51,6 +77,12 @@ function toAppError(error: FastifyError, bodyLimit: number | undefined): AppErro
     return new AppError('InvalidParameter', error.message);
   }
   return new AppError('InternalError', 'An internal error occurred; the request id identifies it in the server log.');
+}
+
+/** A PostgreSQL error of SQLSTATE class 22 (data exception): the statement's data, not the server, is at fault. */
+function isDataException(error: unknown): boolean {
+  const { code, severity } = error as { code?: unknown; severity?: unknown };
+  return typeof code === 'string' && /^22[0-9A-Z]{3}$/.test(code) && typeof severity === 'string';
 }
 
 interface ValidationEntry {

@@ -15,8 +15,20 @@ export const SpaceId = z.string().regex(/^space-[0-9a-f-]{36}$/, 'must be a spac
 /** RFC 3339 timestamp as the API writes it: UTC, millisecond precision. */
 export const Timestamp = z.iso.datetime().describe('RFC 3339 UTC timestamp with millisecond precision.');
 
+// The instants the API can write back: Timestamp has a four-digit year, and PostgreSQL returns
+// year 0 (1 BC) as a date JavaScript cannot read. An offset can push a four-digit local time
+// outside (0000-01-01T00:00:00+23:59 is in year -1), so the check is on the instant.
+const EARLIEST_INSTANT = Date.parse('0001-01-01T00:00:00.000Z');
+const LATEST_INSTANT = Date.parse('9999-12-31T23:59:59.999Z');
+
 /** A timestamp accepted from clients: any RFC 3339 offset, parsed to a Date. */
-export const TimestampInput = z.iso.datetime({ offset: true }).describe('RFC 3339 timestamp.');
+export const TimestampInput = z.iso
+  .datetime({ offset: true })
+  .refine((value) => {
+    const instant = Date.parse(value);
+    return instant >= EARLIEST_INSTANT && instant <= LATEST_INSTANT;
+  }, 'must be between 0001-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z')
+  .describe('RFC 3339 timestamp, between 0001-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z.');
 
 export const JsonObject = z.record(z.string(), z.json()).describe('A JSON object.');
 

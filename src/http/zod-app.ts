@@ -3,14 +3,17 @@ import type { FastifyBaseLogger, FastifyInstance, RawServerDefault } from 'fasti
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Limits } from '../config.js';
 import type { Database } from '../db/connect.js';
+import type { AppMetrics } from '../lib/metrics-registry.js';
 
 /** A Fastify instance whose route schemas are zod schemas. */
 export type ZodApp = FastifyInstance<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger, ZodTypeProvider>;
 
-/** What route modules need: the database and the configured limits. */
+/** What route modules need: the database, the configured limits and the metrics. */
 export interface AppDeps {
   db: Database;
   limits: Limits;
   /** Encrypts the stored copy of new secret keys; none is stored without it. */
   credentialMasterKey?: Buffer | undefined;
+  /** This app's Prometheus instruments (GET /metrics). */
+  metrics: AppMetrics;
 }

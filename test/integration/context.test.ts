@@ -161,6 +161,28 @@ describe('GET …/sessions/{sessionId}/context', () => {
     }
   });
 
+  it('reads past the first page of events from one snapshot while appends go on', async () => {
+    // With the default maxChars the first read asks for 101 events; these short events all fit, so
+    // the read goes on past them (in a transaction) and must still see one snapshot.
+    const key = await newSession();
+    await append(key, Array.from({ length: 100 }, (_, i) => say(`early ${i}`)));
+    await append(key, Array.from({ length: 20 }, (_, i) => say(`more ${i}`)));
+    const reads: Promise<Awaited<ReturnType<typeof getContext>>>[] = [];
+    const writes: Promise<unknown>[] = [];
+    for (let i = 0; i < 10; i++) {
+      writes.push(append(key, [say(`w${i}a`), say(`w${i}b`)]));
+      reads.push(getContext(key, 'maxEvents=1000'));
+    }
+    await Promise.all(writes);
+    for (const { res, body } of await Promise.all(reads)) {
+      const count = body.session.eventCount as number;
+      expect(count).toBeGreaterThan(101);
+      expect(body.window).toEqual({ startSeq: 1, endSeq: count, omittedEvents: 0 });
+      expect(body.events.map((e) => e.seq)).toEqual(Array.from({ length: count }, (_, i) => i + 1));
+      expect(res.headers.etag).toBe(`"${body.session.revision}"`);
+    }
+  });
+
   it('answers 404 for a missing or expired session, a missing space and another account\'s session', async () => {
     const key = await newSession();
     expectError(await t.request({ method: 'GET', url: contextUrl({ ...key, sessionId: 'nope' }) }), 404, 'ResourceNotFound.Session');

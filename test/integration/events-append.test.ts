@@ -236,6 +236,26 @@ describe('POST …/events: idempotent replay', () => {
     expect(await snapshot(sessionId)).toEqual(before);
   });
 
+  it('answers a retry with the stored event even when applying its delta again would now exceed the state limit', async () => {
+    const sessionId = await newSession();
+    const event = { eventId: 'big', author: 'user', actions: { stateDelta: { a: 'x'.repeat(200) } } };
+    const first = await append(sessionId, event);
+    expect(first.statusCode).toBe(201);
+    // The state grows to 829 bytes without `a`: with it again it would be 1036, over the 1024 limit.
+    await append(sessionId, { author: 'agent', actions: { stateDelta: { a: null, b: 'y'.repeat(200) } } });
+    for (const key of ['c', 'd', 'e']) expect((await append(sessionId, { author: 'agent', actions: { stateDelta: { [key]: 'z'.repeat(200) } } })).statusCode).toBe(201);
+    const before = await snapshot(sessionId);
+    const fresh = await append(sessionId, { ...event, eventId: 'big-again' });
+    expect(fresh.statusCode).toBe(413);
+    expect(fresh.json().error.code).toBe('LimitExceeded.State');
+
+    const retry = await append(sessionId, event);
+    expect(retry.statusCode).toBe(200);
+    expect(retry.json().events).toEqual(first.json().events);
+    expect(retry.json().session).toMatchObject({ revision: before.session.revision, eventCount: 5 });
+    expect(await snapshot(sessionId)).toEqual(before);
+  });
+
   it('answers a different payload under a stored eventId with 409 InvalidParameter.EventIdDuplicate', async () => {
     const sessionId = await newSession();
     await append(sessionId, { eventId: 'evt-1', author: 'user', actions: { stateDelta: { a: 1 } } });

@@ -76,5 +76,7 @@ describe('the OpenAPI document', () => {
   it('leaves health checks unauthenticated', () => {
     expect(document.paths['/healthz']!.get!.security).toEqual([]);
     expect(document.paths['/readyz']!.get!.security).toEqual([]);
+    expect(document.paths['/metrics']!.get!.security).toEqual([]);
+    expect(Object.keys(document.paths['/metrics']!.get!.responses['200']!.content!)).toEqual(['text/plain; version=0.0.4']);
   });
 });

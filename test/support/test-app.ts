@@ -1,5 +1,5 @@
 // The application on a private database, with one account ready, for tests through app.inject.
-import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { buildApp } from '../../src/app.js';
 import { DEFAULT_LIMITS, type Limits } from '../../src/config.js';
 import { type CreatedAccount, createAccount } from '../../src/modules/accounts/accounts.service.js';
@@ -19,9 +19,11 @@ export interface TestApp {
 
 let accountCounter = 0;
 
-export async function createTestApp(options: { limits?: Partial<Limits>; poolMax?: number; credentialMasterKey?: Buffer } = {}): Promise<TestApp> {
+export async function createTestApp(
+  options: { limits?: Partial<Limits>; poolMax?: number; credentialMasterKey?: Buffer; logger?: FastifyBaseLogger } = {},
+): Promise<TestApp> {
   const database = await createTestDatabase({ poolMax: options.poolMax });
-  const app = await buildApp({ db: database.db, limits: { ...DEFAULT_LIMITS, ...options.limits }, credentialMasterKey: options.credentialMasterKey });
+  const app = await buildApp({ db: database.db, pool: database.pool, limits: { ...DEFAULT_LIMITS, ...options.limits }, credentialMasterKey: options.credentialMasterKey, logger: options.logger ?? false });
   await app.ready();
   const newAccount = (name = `account-${process.pid}-${++accountCounter}`) => createAccount(database.db, name);
   const account = await newAccount();

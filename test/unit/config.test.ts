@@ -38,6 +38,9 @@ describe('loadConfig', () => {
       filters: 10,
       rateLimitMax: 1200,
       rateLimitWindowMs: 60_000,
+      headersTimeoutMs: 10_000,
+      requestTimeoutMs: 30_000,
+      keepAliveTimeoutMs: 5_000,
     });
   });
 
@@ -76,6 +79,11 @@ describe('loadConfig', () => {
     });
   });
 
+  it('reads the slow-client timeouts into the limits', () => {
+    const { limits } = loadConfig({ HTTP_HEADERS_TIMEOUT_MS: '2000', HTTP_REQUEST_TIMEOUT_MS: '2000', HTTP_KEEP_ALIVE_TIMEOUT_MS: '700' });
+    expect(limits).toMatchObject({ headersTimeoutMs: 2000, requestTimeoutMs: 2000, keepAliveTimeoutMs: 700 });
+  });
+
   it('treats an empty variable as unset', () => {
     const config = loadConfig({ PORT: '', DATABASE_URL: '', ROOT_API_KEY: '', LOG_LEVEL: '' });
     expect(config.port).toBe(8080);
@@ -98,6 +106,11 @@ describe('loadConfig', () => {
     ['SWEEP_INTERVAL_MS', { SWEEP_INTERVAL_MS: '-1' }],
     ['SWEEP_BATCH_SIZE', { SWEEP_BATCH_SIZE: '0' }],
     ['SWEEP_BATCH_SIZE', { SWEEP_BATCH_SIZE: '10001' }],
+    ['HTTP_HEADERS_TIMEOUT_MS', { HTTP_HEADERS_TIMEOUT_MS: '50' }],
+    ['HTTP_REQUEST_TIMEOUT_MS', { HTTP_REQUEST_TIMEOUT_MS: 'soon' }],
+    ['HTTP_KEEP_ALIVE_TIMEOUT_MS', { HTTP_KEEP_ALIVE_TIMEOUT_MS: '-1' }],
+    // The headers are part of the request: Node refuses a headers timeout longer than the request timeout.
+    ['HTTP_HEADERS_TIMEOUT_MS', { HTTP_HEADERS_TIMEOUT_MS: '20000', HTTP_REQUEST_TIMEOUT_MS: '15000' }],
   ])('names %s in the error for %j', (variable, env) => {
     const error = configErrorFor(env);
     expect(error.name).toBe('ConfigError');

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { AppError } from '../../src/errors.js';
 import { decodePageToken, encodePageToken } from '../../src/http/page-token.js';
 
-const query = { spaceId: 'space-1', orderBy: 'updateTime', order: 'desc', titleLike: 'trip', metadata: ['env=prod'] };
+const query = { accountId: 'acct-1', spaceId: 'space-1', orderBy: 'updateTime', order: 'desc', titleLike: 'trip', metadata: ['env=prod'] };
 const position = ['2026-11-29T21:34:32.123Z', 'alice', 'session-7'];
 
 function pageTokenError(run: () => unknown): AppError {
@@ -23,12 +23,13 @@ describe('page tokens', () => {
   });
 
   it('keeps numbers as numbers', () => {
-    expect(decodePageToken(encodePageToken({ order: 'asc' }, [42]), { order: 'asc' })).toEqual([42]);
+    const numeric = { accountId: 'acct-1', order: 'asc' };
+    expect(decodePageToken(encodePageToken(numeric, [42]), numeric)).toEqual([42]);
   });
 
   it('does not depend on the order of the query keys', () => {
     const token = encodePageToken(query, position);
-    const reordered = { metadata: ['env=prod'], titleLike: 'trip', order: 'desc', orderBy: 'updateTime', spaceId: 'space-1' };
+    const reordered = { metadata: ['env=prod'], titleLike: 'trip', order: 'desc', orderBy: 'updateTime', spaceId: 'space-1', accountId: 'acct-1' };
     expect(decodePageToken(token, reordered)).toEqual(position);
   });
 
@@ -36,7 +37,8 @@ describe('page tokens', () => {
     ['another filter value', { ...query, titleLike: 'holiday' }],
     ['another order', { ...query, order: 'asc' }],
     ['an extra filter', { ...query, userId: ['bob'] }],
-    ['a missing filter', { spaceId: 'space-1', orderBy: 'updateTime', order: 'desc', metadata: ['env=prod'] }],
+    ['a missing filter', { accountId: 'acct-1', spaceId: 'space-1', orderBy: 'updateTime', order: 'desc', metadata: ['env=prod'] }],
+    ['another account', { ...query, accountId: 'acct-2' }],
   ])('rejects a token reused with %s', (_why, otherQuery) => {
     const error = pageTokenError(() => decodePageToken(encodePageToken(query, position), otherQuery));
     expect(error.code).toBe('InvalidParameter.PageToken');
@@ -59,6 +61,12 @@ describe('page tokens', () => {
     ['a JSON array', Buffer.from('[1,2]').toString('base64url')],
     ['a truncated token', encodePageToken(query, position).slice(0, -6)],
     ['a position with an object', Buffer.from(JSON.stringify({ q: 'x', p: [{}], c: 'y' })).toString('base64url')],
+    // The same content in another spelling: a token is only ever accepted exactly as issued.
+    ['the standard base64 alphabet with padding', Buffer.from(encodePageToken(query, position), 'base64url').toString('base64')],
+    ['the token with padding', `${encodePageToken(query, position)}==`],
+    ['a character outside the alphabet inserted', `${encodePageToken(query, position).slice(0, 4)}.${encodePageToken(query, position).slice(4)}`],
+    ['its JSON with whitespace', Buffer.from(JSON.stringify(JSON.parse(Buffer.from(encodePageToken(query, position), 'base64url').toString()), null, 1)).toString('base64url')],
+    ['its JSON with an extra field', Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(encodePageToken(query, position), 'base64url').toString()), x: 1 })).toString('base64url')],
   ])('rejects %s', (_why, token) => {
     expect(pageTokenError(() => decodePageToken(token, query)).code).toBe('InvalidParameter.PageToken');
   });

@@ -1,6 +1,6 @@
 import { type Transaction, sql } from 'kysely';
 import type { Database } from '../../db/connect.js';
-import type { DB } from '../../db/schema.js';
+import type { CredentialRow, DB, PolicyStatementRow, PrincipalsTable } from '../../db/schema.js';
 
 export const ROOT_PRINCIPAL_ID = 'root';
 
@@ -56,28 +56,33 @@ export async function findAccountByName(db: Database, name: string) {
   return db.selectFrom('accounts').selectAll().where('name', '=', name).executeTakeFirst();
 }
 
-export async function findCredential(db: Database, secretId: string) {
-  return db
-    .selectFrom('credentials')
-    .innerJoin('principals', (join) =>
-      join.onRef('principals.account_id', '=', 'credentials.account_id').onRef('principals.principal_id', '=', 'credentials.principal_id'),
-    )
-    // The policy comes with the credential: one round trip authenticates and authorizes.
-    .leftJoin('policies', (join) =>
-      join.onRef('policies.account_id', '=', 'credentials.account_id').onRef('policies.principal_id', '=', 'credentials.principal_id'),
-    )
-    .select([
-      'credentials.secret_id',
-      'credentials.account_id',
-      'credentials.principal_id',
-      'credentials.secret_hash',
-      'credentials.status',
-      'credentials.last_used_time',
-      'principals.kind',
-      'policies.statements',
-    ])
-    .where('credentials.secret_id', '=', secretId)
-    .executeTakeFirst();
+export interface CredentialWithPolicy {
+  secret_id: string;
+  account_id: string;
+  principal_id: string;
+  secret_hash: Buffer;
+  status: CredentialRow['status'];
+  last_used_time: Date | null;
+  kind: PrincipalsTable['kind'];
+  statements: PolicyStatementRow[] | null;
+}
+
+/**
+ * The credential with its principal's kind and policy: one round trip authenticates and
+ * authorizes. It runs on every request, hence two choices for speed: SQL text (building and
+ * compiling it with the query builder cost more CPU than the rest of its client side), and
+ * subqueries rather than joins (PostgreSQL plans them in half the time, and planning is most of
+ * the cost of so small a query). The principal exists while its credential does (foreign key).
+ */
+export async function findCredential(db: Database, secretId: string): Promise<CredentialWithPolicy | undefined> {
+  const result = await sql<CredentialWithPolicy>`
+    SELECT c.secret_id, c.account_id, c.principal_id, c.secret_hash, c.status, c.last_used_time,
+           (SELECT kind FROM principals p WHERE p.account_id = c.account_id AND p.principal_id = c.principal_id) AS kind,
+           (SELECT statements FROM policies p WHERE p.account_id = c.account_id AND p.principal_id = c.principal_id) AS statements
+    FROM credentials c
+    WHERE c.secret_id = ${secretId}
+  `.execute(db);
+  return result.rows[0];
 }
 
 /** Every account with how many credentials (root and sub-accounts) it holds; never a secret. */

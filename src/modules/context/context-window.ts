@@ -37,12 +37,16 @@ const UNRESOLVED = -1;
 
 export const serializedSize = (event: unknown): number => JSON.stringify(event).length;
 
-export function selectContextWindow<E extends WindowEvent>(candidates: readonly E[], budget: WindowBudget): ContextWindow<E> {
+/** `sizes[i]` is serializedSize(candidates[i]), when the caller has measured them already. */
+export function selectContextWindow<E extends WindowEvent>(
+  candidates: readonly E[],
+  budget: WindowBudget,
+  sizes: readonly number[] = candidates.map(serializedSize),
+): ContextWindow<E> {
   const windowStartSeq = budget.windowStartSeq ?? candidates[0]?.seq ?? 1;
   const newest = candidates.at(-1);
   if (!newest) return { events: [], omittedEvents: 0, startSeq: windowStartSeq, endSeq: windowStartSeq - 1 };
 
-  const sizes = candidates.map(serializedSize);
   const partnerOf = earliestCallIndexes(candidates);
   let chars = 0;
   let from = candidates.length; // the chosen run is candidates[from..]

@@ -1,9 +1,64 @@
 // Queries of the context module. Every query is scoped by the full session key, account first.
 import { type Transaction, sql } from 'kysely';
+import type { Database } from '../../db/connect.js';
 import type { DB, EventRow } from '../../db/schema.js';
-import type { SessionKey } from '../sessions/sessions.repository.js';
+import type { SessionKey, SessionWithSharedState } from '../sessions/sessions.repository.js';
 
 export type { SessionKey };
+
+/** An event of the combined read: the columns a view needs, its timestamps as JSON gives them (ISO 8601 strings). */
+export type EventJson = Omit<EventRow, 'account_id' | 'space_id' | 'user_id' | 'session_id' | 'payload_hash' | 'event_time' | 'create_time'> & {
+  event_time: string;
+  create_time: string;
+};
+
+/**
+ * The live session with its user's and space's state and its newest `limit` events from
+ * windowStartSeq to eventCount (newest first), in one statement: a single statement reads one
+ * snapshot, so this needs no transaction (two round trips fewer than BEGIN … COMMIT). The events
+ * come as one JSON array (json_agg writes text: several times cheaper for PostgreSQL than building
+ * jsonb) from the backward primary-key scan of the subquery, which reads `limit` rows however long
+ * the history is.
+ */
+export async function findSessionWithNewestEvents(
+  db: Database,
+  key: SessionKey,
+  limit: number,
+): Promise<(SessionWithSharedState & { newest_events: EventJson[] }) | undefined> {
+  return db
+    .selectFrom('sessions')
+    .innerJoin('space_users', (join) =>
+      join
+        .onRef('space_users.account_id', '=', 'sessions.account_id')
+        .onRef('space_users.space_id', '=', 'sessions.space_id')
+        .onRef('space_users.user_id', '=', 'sessions.user_id'),
+    )
+    .innerJoin('session_spaces', (join) =>
+      join.onRef('session_spaces.account_id', '=', 'sessions.account_id').onRef('session_spaces.space_id', '=', 'sessions.space_id'),
+    )
+    .selectAll('sessions')
+    .select(['space_users.state as user_state', 'session_spaces.state as app_state'])
+    .select(
+      sql<EventJson[]>`(
+        SELECT coalesce(json_agg(newest ORDER BY newest.seq DESC), '[]'::json)
+        FROM (
+          SELECT seq, event_id, invocation_id, author, content, actions, metadata, extensions, error_code, error_message, event_time, create_time
+          FROM events
+          WHERE events.account_id = sessions.account_id AND events.space_id = sessions.space_id
+            AND events.user_id = sessions.user_id AND events.session_id = sessions.session_id
+            AND events.seq >= sessions.window_start_seq AND events.seq <= sessions.event_count
+          ORDER BY events.seq DESC
+          LIMIT ${limit}
+        ) AS newest
+      )`.as('newest_events'),
+    )
+    .where('sessions.account_id', '=', key.accountId)
+    .where('sessions.space_id', '=', key.spaceId)
+    .where('sessions.user_id', '=', key.userId)
+    .where('sessions.session_id', '=', key.sessionId)
+    .where(sql<boolean>`(sessions.expire_time IS NULL OR sessions.expire_time > now())`)
+    .executeTakeFirst();
+}
 
 /**
  * The newest events with seq in [fromSeq, beforeSeq), newest first. The primary key is

@@ -1,6 +1,7 @@
 // The agent's one call per turn: session, memo and a budgeted window of recent events (SPEC 4.7).
 import { errorResponses } from '../../http/schemas.js';
 import { etagOf, parseIfMatch } from '../../http/preconditions.js';
+import { viewSerializerCompiler } from '../../http/view-serializer.js';
 import type { AppDeps, ZodApp } from '../../http/zod-app.js';
 import { Session } from '../sessions/session.model.js';
 import { ContextIfMatchHeaders, ContextPath, ContextQuery, PutContextBody, SessionContext } from './context.schemas.js';
@@ -13,6 +14,7 @@ export async function contextRoutes(app: ZodApp, { db }: AppDeps): Promise<void>
     CONTEXT,
     {
       config: { action: 'session:DescribeEvents' },
+      serializerCompiler: viewSerializerCompiler,
       schema: {
         tags: ['context'],
         summary: "Read a session's context for the next turn",

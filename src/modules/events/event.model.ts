@@ -63,8 +63,11 @@ export const Event = z
 
 export type EventView = z.infer<typeof Event>;
 
+/** The columns an event view is made of (rows read with fewer columns qualify). */
+export type EventViewRow = Omit<EventRow, 'account_id' | 'space_id' | 'user_id' | 'session_id' | 'payload_hash'>;
+
 /** Absent optional fields are left out rather than sent as null. */
-export function toEventView(row: EventRow): EventView {
+export function toEventView(row: EventViewRow): EventView {
   return {
     seq: row.seq,
     eventId: row.event_id,

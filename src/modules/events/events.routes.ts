@@ -1,6 +1,8 @@
 import { errorResponses } from '../../http/schemas.js';
 import { etagOf, parseIfMatch } from '../../http/preconditions.js';
+import { viewSerializerCompiler } from '../../http/view-serializer.js';
 import type { AppDeps, ZodApp } from '../../http/zod-app.js';
+import { recordAppend } from './append-metrics.js';
 import { Event } from './event.model.js';
 import {
   AppendEventsResponse,
@@ -16,7 +18,7 @@ import { appendEvents, getSessionEvent, listSessionEvents } from './events.servi
 
 const EVENTS = '/spaces/:spaceId/users/:userId/sessions/:sessionId/events';
 
-export async function eventsRoutes(app: ZodApp, { db, limits }: AppDeps): Promise<void> {
+export async function eventsRoutes(app: ZodApp, { db, limits, metrics }: AppDeps): Promise<void> {
   app.post(
     EVENTS,
     {
@@ -54,6 +56,7 @@ export async function eventsRoutes(app: ZodApp, { db, limits }: AppDeps): Promis
     async (request, reply) => {
       const key = { accountId: request.principal.accountId, ...request.params };
       const result = await appendEvents(db, limits, key, request.body, parseIfMatch(request.headers['if-match']));
+      recordAppend(metrics.appends, request.body, result);
       reply.header('etag', etagOf(result.session.revision));
       return reply.status(result.replayOnly ? 200 : 201).send({ events: result.events, session: result.session });
     },
@@ -63,6 +66,7 @@ export async function eventsRoutes(app: ZodApp, { db, limits }: AppDeps): Promis
     EVENTS,
     {
       config: { action: 'session:DescribeEvents' },
+      serializerCompiler: viewSerializerCompiler,
       schema: {
         tags: ['events'],
         summary: 'List a session\'s events',

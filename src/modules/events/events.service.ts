@@ -1,33 +1,33 @@
 // Appending and reading events (SPEC §4.2–4.4, §4.6). The append is one transaction around the
 // locked session row: replay detection, seq assignment, state deltas, size limits and the session
 // update either all happen or none do.
-import type { Insertable } from 'kysely';
+import type { Transaction } from 'kysely';
 import type { Limits } from '../../config.js';
 import type { Database } from '../../db/connect.js';
-import type { EventRow, EventsTable, JsonObject } from '../../db/schema.js';
+import type { DB, EventRow, JsonObject, SessionRow } from '../../db/schema.js';
 import { AppError } from '../../errors.js';
 import { decodePageToken, encodePageToken } from '../../http/page-token.js';
 import { assertIfMatch } from '../../http/preconditions.js';
 import { canonicalJson, sha256 } from '../../lib/canonical-json.js';
 import { newEventId } from '../../lib/ids.js';
-import { type SessionView, toSessionView } from '../sessions/session.model.js';
-import { assertStateWithinLimit, lockSharedStates, saveSharedStates } from '../sessions/sessions.service.js';
+import { type SessionView, type SharedStates, toSessionView } from '../sessions/session.model.js';
+import { assertStateWithinLimit, lockSharedStates, lockWrittenSharedStates, saveSharedStates } from '../sessions/sessions.service.js';
 import { findSpaceOrThrow } from '../spaces/space-lookup.js';
 import { jsonBytes, jsonDepth } from '../../lib/json-measure.js';
 import { type ScopedStates, type StoredScope, applyScopedDelta, scopesTouched, withoutTempKeys } from '../state/scoped-state.js';
-import type { StateDeltaMode } from '../state/state-delta.js';
 import { type EventView, toEventView } from './event.model.js';
 import {
+  type AppendWrite,
+  type AppendWriteResult,
   type EventFilters,
   type SessionKey,
   countEvents,
   findEvent,
   findEventsByEventIds,
   findLiveSession,
-  insertEvents,
   listEvents,
   lockSessionForUpdate,
-  updateSessionAfterAppend,
+  writeAppend,
 } from './events.repository.js';
 import type { AppendEventsBody, EventInputValue, ListEventsQueryValue } from './events.schemas.js';
 
@@ -36,6 +36,8 @@ export type { SessionKey } from './events.repository.js';
 export interface AppendEventsResult {
   /** true when every event of the request was already stored (a retry): nothing was written. */
   replayOnly: boolean;
+  /** How many of `events` this request stored: they hold the session's newest seq numbers. */
+  writtenCount: number;
   events: EventView[];
   session: SessionView;
 }
@@ -47,6 +49,15 @@ interface PreparedEvent {
   payloadHash: Buffer;
 }
 
+type LockedSession = SessionRow & { now: Date };
+
+/**
+ * Appends in one transaction around the locked session row. The usual append costs four round
+ * trips: BEGIN, the session lock, one statement that checks the eventIds, inserts and updates
+ * (writeAppend), COMMIT. It is first planned as if no eventId of the request were stored yet; when
+ * one is (a retry), writeAppend writes nothing and the append is planned again with the stored
+ * events known, still under the same lock.
+ */
 export async function appendEvents(
   db: Database,
   limits: Limits,
@@ -57,6 +68,7 @@ export async function appendEvents(
   const inputs = 'events' in body ? body.events : [body];
   // Everything that can be judged from the request alone is checked before touching the database.
   const prepared = inputs.map((event, index) => prepareEvent(event, 'events' in body ? `events[${index}].` : '', limits));
+  const givenIds = [...new Set(prepared.flatMap((p) => (p.event.eventId === undefined ? [] : [p.event.eventId])))];
 
   return db.transaction().execute(async (trx) => {
     const session = await lockSessionForUpdate(trx, key);
@@ -64,62 +76,128 @@ export async function appendEvents(
       await findSpaceOrThrow(trx, key.accountId, key.spaceId);
       throw sessionNotFound(key);
     }
-    const givenIds = [...new Set(prepared.flatMap((p) => (p.event.eventId === undefined ? [] : [p.event.eventId])))];
-    const byEventId = new Map<string, { seq: number; payload_hash: Buffer }>();
-    const storedBySeq = new Map<number, EventRow>();
-    for (const row of await findEventsByEventIds(trx, key, givenIds)) {
-      byEventId.set(row.event_id, row);
-      storedBySeq.set(row.seq, row);
-    }
-
-    let lastSeq = session.event_count;
-    const newRows: Insertable<EventsTable>[] = [];
-    const resultSeqs: number[] = [];
-    const deltas: { delta: JsonObject; mode: StateDeltaMode | undefined }[] = [];
-    for (const { event, field, payloadHash } of prepared) {
-      // An id seen before (stored, or earlier in this batch) is a replay when the payload is the
-      // same: the stored event is answered and its delta is not applied again.
-      const earlier = event.eventId === undefined ? undefined : byEventId.get(event.eventId);
-      if (earlier) {
-        if (!earlier.payload_hash.equals(payloadHash)) throw duplicateEventId(event.eventId!, field);
-        resultSeqs.push(earlier.seq);
-        continue;
-      }
-      lastSeq += 1;
-      const row = toEventRow(key, event, lastSeq, payloadHash, session.now);
-      newRows.push(row);
-      byEventId.set(row.event_id, { seq: lastSeq, payload_hash: payloadHash });
-      resultSeqs.push(lastSeq);
-      const delta = event.actions?.stateDelta;
-      if (delta !== undefined) deltas.push({ delta: delta as JsonObject, mode: event.actions?.stateDeltaMode });
-    }
-
-    if (newRows.length === 0) {
-      // A pure retry writes nothing, so If-Match is not held against it: the caller's earlier
-      // attempt (the one whose response was lost) is what moved the revision on.
-      const shared = await lockSharedStates(trx, key, new Set());
-      return { replayOnly: true, events: resultSeqs.map((seq) => toEventView(storedBySeq.get(seq)!)), session: toSessionView(session, shared) };
-    }
-    assertIfMatch(ifMatch, session.revision);
-
     // Lock order (fixed, so appends touching several scopes cannot deadlock): the session row
     // (held since the start), then the user's row if a delta has `user:` keys, then the space's
-    // row if one has `app:` keys. Each scope gets its part of every delta, in order.
-    const writing = new Set<StoredScope>(deltas.flatMap(({ delta }) => [...scopesTouched(delta)]));
-    const shared = await lockSharedStates(trx, key, writing);
-    const states = deltas.reduce<ScopedStates>((current, { delta, mode }) => applyScopedDelta(current, delta, mode), { session: session.state, ...shared });
-    assertStateWithinLimit(limits, 'session', states.session);
-    await saveSharedStates(trx, limits, key, shared, states);
+    // row if one has `app:` keys.
+    const locked = await lockWrittenSharedStates(trx, key, sharedScopesWrittenBy(prepared));
 
-    for (const row of await insertEvents(trx, newRows)) storedBySeq.set(row.seq, row);
-    const updated = await updateSessionAfterAppend(trx, key, {
-      state: states.session,
-      eventCount: lastSeq,
-      revision: session.revision + 1,
-      updateTime: session.now,
-    });
-    return { replayOnly: false, events: resultSeqs.map((seq) => toEventView(storedBySeq.get(seq)!)), session: toSessionView(updated, states) };
+    let plan: AppendPlan | undefined;
+    try {
+      plan = planAppend(key, session, prepared, new Map(), locked, limits, ifMatch);
+    } catch (error) {
+      // A retry is answered even where a new append would be refused (If-Match, limits): that is
+      // decided below, once the stored events are known.
+      if (!(error instanceof AppError) || givenIds.length === 0) throw error;
+    }
+    if (plan?.write) {
+      const written = await writeAppend(trx, key, plan.write);
+      if (!written.replayed) return finishAppend(trx, limits, key, session, locked, plan, written);
+    }
+
+    // Some eventId of the request is already stored: nothing has been written yet.
+    const stored = new Map((await findEventsByEventIds(trx, key, givenIds)).map((row) => [row.event_id, row]));
+    plan = planAppend(key, session, prepared, stored, locked, limits, ifMatch);
+    if (!plan.write) {
+      const shared = await lockSharedStates(trx, key, new Set());
+      return { replayOnly: true, writtenCount: 0, events: plan.results.map(toEventView), session: toSessionView(session, shared) };
+    }
+    const written = await writeAppend(trx, key, plan.write);
+    if (written.replayed) throw new AppError('InternalError', 'The events changed under the session lock.');
+    return finishAppend(trx, limits, key, session, locked, plan, written);
   });
+}
+
+interface AppendPlan {
+  /** The event each input stands for, in request order: a new one, or the stored one it replays. */
+  results: EventRow[];
+  /** The states after the new events' deltas; shared scopes not locked stay as placeholders. */
+  states: ScopedStates;
+  /** Absent when every input replays a stored event: nothing to write. */
+  write?: AppendWrite;
+}
+
+/**
+ * Decides what the append writes, without I/O: seq numbers, replays (an eventId in `stored`, or
+ * earlier in the batch, with the same payload), the state deltas in order, If-Match and the state
+ * size limits. Throws the request's 4xx.
+ */
+function planAppend(
+  key: SessionKey,
+  session: LockedSession,
+  prepared: PreparedEvent[],
+  stored: Map<string, EventRow>,
+  locked: Partial<SharedStates>,
+  limits: Limits,
+  ifMatch: number[] | '*' | undefined,
+): AppendPlan {
+  const seen = new Map<string, { row: EventRow; payloadHash: Buffer }>();
+  for (const row of stored.values()) seen.set(row.event_id, { row, payloadHash: row.payload_hash });
+  let lastSeq = session.event_count;
+  const results: EventRow[] = [];
+  const newRows: EventRow[] = [];
+  let states: ScopedStates = { session: session.state, user: locked.user ?? {}, app: locked.app ?? {} };
+  for (const { event, field, payloadHash } of prepared) {
+    // An id seen before (stored, or earlier in this batch) is a replay when the payload is the
+    // same: the stored event is answered and its delta is not applied again.
+    const earlier = event.eventId === undefined ? undefined : seen.get(event.eventId);
+    if (earlier) {
+      if (!earlier.payloadHash.equals(payloadHash)) throw duplicateEventId(event.eventId!, field);
+      results.push(earlier.row);
+      continue;
+    }
+    lastSeq += 1;
+    const row = newEventRow(key, event, lastSeq, payloadHash, session.now);
+    newRows.push(row);
+    seen.set(row.event_id, { row, payloadHash });
+    results.push(row);
+    const delta = event.actions?.stateDelta;
+    if (delta !== undefined) states = applyScopedDelta(states, delta as JsonObject, event.actions?.stateDeltaMode);
+  }
+  // A pure retry writes nothing, so If-Match is not held against it: the caller's earlier attempt
+  // (the one whose response was lost) is what moved the revision on.
+  if (newRows.length === 0) return { results, states };
+  assertIfMatch(ifMatch, session.revision);
+  const stateJson = JSON.stringify(states.session);
+  assertStateWithinLimit(limits, 'session', states.session, stateJson);
+  return {
+    results,
+    states,
+    write: { events: newRows, stateJson, eventCount: lastSeq, revision: session.revision + 1, updateTime: session.now },
+  };
+}
+
+/** After writeAppend: the shared states the deltas changed, then the answer. */
+async function finishAppend(
+  trx: Transaction<DB>,
+  limits: Limits,
+  key: SessionKey,
+  session: LockedSession,
+  locked: Partial<SharedStates>,
+  plan: AppendPlan,
+  written: AppendWriteResult,
+): Promise<AppendEventsResult> {
+  const write = plan.write!;
+  // Scopes that were not locked are not written by any delta: the view shows them as just read.
+  const before: SharedStates = { user: locked.user ?? written.userState, app: locked.app ?? written.appState };
+  const after: ScopedStates = {
+    session: plan.states.session,
+    user: locked.user ? plan.states.user : written.userState,
+    app: locked.app ? plan.states.app : written.appState,
+  };
+  await saveSharedStates(trx, limits, key, before, after);
+  const updated: SessionRow = { ...session, state: plan.states.session, event_count: write.eventCount, revision: write.revision, update_time: write.updateTime };
+  return { replayOnly: false, writtenCount: write.events.length, events: plan.results.map(toEventView), session: toSessionView(updated, after) };
+}
+
+/** The user and app scopes that some delta of the request writes (the session row is locked anyway). */
+function sharedScopesWrittenBy(prepared: PreparedEvent[]): Set<StoredScope> {
+  const scopes = new Set<StoredScope>();
+  for (const { event } of prepared) {
+    const delta = event.actions?.stateDelta;
+    if (delta === undefined) continue;
+    for (const scope of scopesTouched(delta as JsonObject)) if (scope !== 'session') scopes.add(scope);
+  }
+  return scopes;
 }
 
 function prepareEvent(event: EventInputValue, field: string, limits: Limits): PreparedEvent {
@@ -146,8 +224,8 @@ function prepareEvent(event: EventInputValue, field: string, limits: Limits): Pr
   return { event, field, payloadHash: sha256(serialized) };
 }
 
-function toEventRow(key: SessionKey, event: EventInputValue, seq: number, payloadHash: Buffer, now: Date): Insertable<EventsTable> {
-  const json = (value: unknown) => (value === undefined ? null : JSON.stringify(value));
+/** The event as it will be stored (and answered: the response is built from it, not read back). */
+function newEventRow(key: SessionKey, event: EventInputValue, seq: number, payloadHash: Buffer, now: Date): EventRow {
   return {
     account_id: key.accountId,
     space_id: key.spaceId,
@@ -157,10 +235,10 @@ function toEventRow(key: SessionKey, event: EventInputValue, seq: number, payloa
     event_id: event.eventId ?? newEventId(),
     invocation_id: event.invocationId ?? null,
     author: event.author,
-    content: json(event.content),
-    actions: json(storedActions(event.actions)),
-    metadata: json(event.metadata),
-    extensions: json(event.extensions),
+    content: (event.content as JsonObject | undefined) ?? null,
+    actions: (storedActions(event.actions) as JsonObject | undefined) ?? null,
+    metadata: (event.metadata as JsonObject | undefined) ?? null,
+    extensions: (event.extensions as JsonObject | undefined) ?? null,
     error_code: event.errorCode ?? null,
     error_message: event.errorMessage ?? null,
     event_time: event.timestamp === undefined ? now : new Date(event.timestamp),
@@ -184,7 +262,7 @@ export interface ListEventsResult {
 export async function listSessionEvents(db: Database, key: SessionKey, query: ListEventsQueryValue): Promise<ListEventsResult> {
   const { pageSize, pageToken, includeTotal, ...shape } = query;
   // The token is bound to the session and to everything that shapes the result except the page size.
-  const fingerprint = { spaceId: key.spaceId, userId: key.userId, sessionId: key.sessionId, ...shape };
+  const fingerprint = { accountId: key.accountId, spaceId: key.spaceId, userId: key.userId, sessionId: key.sessionId, ...shape };
   const cursorSeq = pageToken === undefined ? undefined : seqFromToken(decodePageToken(pageToken, fingerprint));
   await requireLiveSession(db, key);
 

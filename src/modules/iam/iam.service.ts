@@ -67,7 +67,7 @@ export interface SubAccountPage {
 }
 
 export async function listSubAccountsPage(db: Database, accountId: string, input: ListSubAccountsInput): Promise<SubAccountPage> {
-  const tokenQuery = { list: 'subaccounts' };
+  const tokenQuery = { list: 'subaccounts', accountId };
   const afterId = input.pageToken ? toCursor(decodePageToken(input.pageToken, tokenQuery)) : undefined;
   const rows = await listSubAccounts(db, accountId, afterId, input.pageSize + 1);
   const page = rows.slice(0, input.pageSize);

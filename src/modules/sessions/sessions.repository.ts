@@ -250,6 +250,13 @@ export interface SessionPageRequest {
 }
 
 
+/**
+ * The session's metadata under its space id, `{ "<spaceId>": { ...metadata } }`: containment (@>)
+ * of one key and value in it is what the sessions_metadata_in_space GIN index serves, reading only
+ * that space's entries (migrations/0003_read_indexes.sql). It must stay the index's expression.
+ */
+const metadataInSpace = sql`jsonb_set('{}'::jsonb, ARRAY[sessions.space_id], sessions.metadata)`;
+
 function filterExpression(eb: ExpressionBuilder<DB, 'sessions'>, filter: SessionFilter): Expression<SqlBool> {
   const conditions: Expression<SqlBool>[] = [eb('sessions.account_id', '=', filter.accountId), eb('sessions.space_id', '=', filter.spaceId), isLive(eb)];
   if (filter.userIds?.length) conditions.push(eb('sessions.user_id', 'in', filter.userIds));
@@ -257,9 +264,8 @@ function filterExpression(eb: ExpressionBuilder<DB, 'sessions'>, filter: Session
   if (filter.title !== undefined) conditions.push(eb('sessions.title', '=', filter.title));
   // Backslash is LIKE's default escape character.
   if (filter.titleLike !== undefined) conditions.push(eb('sessions.title', 'like', containsPattern(filter.titleLike)));
-  // Containment (@>) is what the jsonb_path_ops GIN index serves.
   for (const [key, values] of filter.metadata ?? []) {
-    conditions.push(eb.or(values.map((value) => sql<SqlBool>`sessions.metadata @> ${JSON.stringify({ [key]: value })}::jsonb`)));
+    conditions.push(eb.or(values.map((value) => sql<SqlBool>`${metadataInSpace} @> ${JSON.stringify({ [filter.spaceId]: { [key]: value } })}::jsonb`)));
   }
   if (filter.updatedAfter) conditions.push(eb('sessions.update_time', '>', filter.updatedAfter));
   if (filter.updatedBefore) conditions.push(eb('sessions.update_time', '<', filter.updatedBefore));
@@ -268,19 +274,36 @@ function filterExpression(eb: ExpressionBuilder<DB, 'sessions'>, filter: Session
 
 /**
  * One page in keyset order, matching the sessions_{user,space}_by_{update,create} indexes, each row
- * with its user's and space's state (joined: one query per page, not one per session).
+ * with its user's and space's state (joined: one query per page, not one per session). The page is
+ * chosen first and joined after: when a metadata filter is served by its GIN index, every matching
+ * session is sorted to find the page, and joining only the page's rows keeps the users' rows out of
+ * that (a hash join of the whole space's users, otherwise).
  */
 export async function listSessionRows(db: Executor, page: SessionPageRequest): Promise<SessionWithSharedState[]> {
-  const columns = (page.scope === 'user' ? [page.orderBy, 'session_id'] : [page.orderBy, 'user_id', 'session_id']).map((column) => `sessions.${column}`);
-  let query = sessionsWithSharedState(db).where((eb) => filterExpression(eb, page.filter));
+  const keys = page.scope === 'user' ? [page.orderBy, 'session_id'] : [page.orderBy, 'user_id', 'session_id'];
+  const columns = keys.map((column) => `sessions.${column}`);
+  let chosen = db
+    .selectFrom('sessions')
+    .selectAll('sessions')
+    .where((eb) => filterExpression(eb, page.filter));
   if (page.after) {
     const { time, userId, sessionId } = page.after;
     const values = page.scope === 'user' ? [sql`${time}::timestamptz`, sql`${sessionId}`] : [sql`${time}::timestamptz`, sql`${userId}`, sql`${sessionId}`];
     const comparison = page.direction === 'desc' ? sql.raw('<') : sql.raw('>');
-    query = query.where(sql<SqlBool>`(${sql.join(columns.map((column) => sql.ref(column)))}) ${comparison} (${sql.join(values)})`);
+    chosen = chosen.where(sql<SqlBool>`(${sql.join(columns.map((column) => sql.ref(column)))}) ${comparison} (${sql.join(values)})`);
   }
-  for (const column of columns) query = query.orderBy(sql.ref(column), page.direction);
-  return query.limit(page.limit).execute();
+  for (const column of columns) chosen = chosen.orderBy(sql.ref(column), page.direction);
+  let query = db
+    .selectFrom(chosen.limit(page.limit).as('page'))
+    .innerJoin('space_users', (join) =>
+      join.onRef('space_users.account_id', '=', 'page.account_id').onRef('space_users.space_id', '=', 'page.space_id').onRef('space_users.user_id', '=', 'page.user_id'),
+    )
+    .innerJoin('session_spaces', (join) => join.onRef('session_spaces.account_id', '=', 'page.account_id').onRef('session_spaces.space_id', '=', 'page.space_id'))
+    .selectAll('page')
+    .select(['space_users.state as user_state', 'session_spaces.state as app_state']);
+  // A join does not keep its input's order.
+  for (const key of keys) query = query.orderBy(sql.ref(`page.${key}`), page.direction);
+  return query.execute();
 }
 
 export async function countSessions(db: Executor, filter: SessionFilter): Promise<number> {

@@ -131,8 +131,7 @@ function sessionViewOf(row: SessionRow & { user_state: JsonObject; app_state: Js
  * writers touching both scopes cannot deadlock; the others are read without a lock.
  */
 export async function lockSharedStates(trx: Transaction<DB>, user: UserKey, writing: ReadonlySet<StoredScope>): Promise<SharedStates> {
-  const userState = writing.has('user') ? await lockUserState(trx, user) : undefined;
-  const appState = writing.has('app') ? await lockSpaceState(trx, user.accountId, user.spaceId) : undefined;
+  const { user: userState, app: appState } = await lockWrittenSharedStates(trx, user, writing);
   if (userState !== undefined && appState !== undefined) return { user: userState, app: appState };
   const read = await readSharedStates(trx, user);
   if (!read) throw new AppError('ResourceNotFound.SessionSpace', `Session space ${user.spaceId} was not found.`);
@@ -140,21 +139,38 @@ export async function lockSharedStates(trx: Transaction<DB>, user: UserKey, writ
 }
 
 /**
+ * Only the locking half of lockSharedStates: the user's and the space's state rows that `writing`
+ * names, locked in the same order; the scopes not written are left out (an append reads them in
+ * its write statement instead of a round trip of their own).
+ */
+export async function lockWrittenSharedStates(trx: Transaction<DB>, user: UserKey, writing: ReadonlySet<StoredScope>): Promise<Partial<SharedStates>> {
+  const locked: Partial<SharedStates> = {};
+  if (writing.has('user')) locked.user = await lockUserState(trx, user);
+  if (writing.has('app')) locked.app = await lockSpaceState(trx, user.accountId, user.spaceId);
+  return locked;
+}
+
+/**
  * Writes the user's and the space's state where they changed, after checking each against the state
  * size limit (413, and the caller's transaction rolls back: nothing is written).
  */
 export async function saveSharedStates(trx: Transaction<DB>, limits: Limits, user: UserKey, before: SharedStates, after: ScopedStates): Promise<void> {
-  assertStateWithinLimit(limits, 'user', after.user);
-  assertStateWithinLimit(limits, 'app', after.app);
-  if (after.user !== before.user) await saveUserState(trx, user, after.user);
-  if (after.app !== before.app) await saveSpaceState(trx, user.accountId, user.spaceId, after.app);
+  // Only a changed scope is measured: an unchanged one is not written, and measuring it would
+  // serialize a state of up to MAX_STATE_BYTES on every append for nothing.
+  const userChanged = after.user !== before.user;
+  const appChanged = after.app !== before.app;
+  if (userChanged) assertStateWithinLimit(limits, 'user', after.user);
+  if (appChanged) assertStateWithinLimit(limits, 'app', after.app);
+  if (userChanged) await saveUserState(trx, user, after.user);
+  if (appChanged) await saveSpaceState(trx, user.accountId, user.spaceId, after.app);
 }
 
 const SCOPE_NAMES: Record<StoredScope, string> = { session: 'session', user: "user's", app: "space's (app)" };
 
 /** 413 when one scope's state would be over the limit; the size limit applies to each scope apart. */
-export function assertStateWithinLimit(limits: Limits, scope: StoredScope, state: JsonObject): void {
-  const stateBytes = jsonBytes(state);
+export function assertStateWithinLimit(limits: Limits, scope: StoredScope, state: JsonObject, serialized?: string): void {
+  // `serialized`: the state's JSON when the caller has it already (it is about to write it).
+  const stateBytes = serialized === undefined ? jsonBytes(state) : Buffer.byteLength(serialized, 'utf8');
   if (stateBytes <= limits.stateBytes) return;
   throw new AppError('LimitExceeded.State', `The ${SCOPE_NAMES[scope]} state would be ${stateBytes} bytes serialized; the limit is ${limits.stateBytes}. Nothing was changed.`, {
     details: { scope, stateBytes, limit: limits.stateBytes },
@@ -217,6 +233,7 @@ export async function listSessions(
   const orderBy = query.orderBy === 'createTime' ? 'create_time' : 'update_time';
   // The token is bound to everything that shapes the result, including the path it was issued for.
   const fingerprint = {
+    accountId: scope.accountId,
     spaceId: scope.spaceId,
     scopeUserId: scope.userId ?? null,
     userIds: [...(query.userId ?? [])].sort(),

@@ -51,7 +51,7 @@ export async function listSpacesPage(db: Database, principal: Principal, input: 
   // The resource name keeps a token of another list from being accepted here. The policy stays
   // out of the fingerprint: a token only carries a position inside the caller's account, and the
   // visibility is applied again on every page.
-  const tokenQuery = { list: 'spaces', ...filters };
+  const tokenQuery = { list: 'spaces', accountId, ...filters };
   const after = input.pageToken ? toCursor(decodePageToken(input.pageToken, tokenQuery)) : undefined;
   const visibility = principal.kind === 'root' ? undefined : visibleSpaces(principal.statements, 'session:DescribeSessionSpaces');
   if (visibility?.kind === 'only' && visibility.spaceIds.length === 0) {

@@ -16,7 +16,7 @@ export interface SpaceUserPage {
 export async function listSpaceUsersPage(db: Database, accountId: string, spaceId: string, input: ListSpaceUsersInput): Promise<SpaceUserPage> {
   await findSpaceOrThrow(db, accountId, spaceId);
   // The space is part of the query: a token from one space's list is refused by another's.
-  const tokenQuery = { list: 'space-users', spaceId };
+  const tokenQuery = { list: 'space-users', accountId, spaceId };
   const afterUserId = input.pageToken ? toUserCursor(decodePageToken(input.pageToken, tokenQuery)) : undefined;
 
   const rows = await listSpaceUsers(db, accountId, spaceId, afterUserId, input.pageSize + 1);

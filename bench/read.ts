@@ -1,0 +1,320 @@
+// Read latency against data size (issue 5): describe a session, list sessions with a metadata
+// filter in a space of 1,000,000 sessions (and, for flatness, in a small space), list events and
+// read the context of sessions with 100 / 10,000 / 100,000 events. Each case is read N times
+// through the application (app.inject: authentication, validation, the service, serialization) and,
+// as a baseline in the same run, the very statements the application issued for it (captured from
+// Kysely, authentication included) are replayed straight through pg. Then every statement is run
+// under EXPLAIN (ANALYZE, BUFFERS) with its real parameters; a sequential scan of sessions or
+// events is flagged.
+//
+//   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench:read
+//
+// Creates and drops its own database (BENCH_KEEP=1 keeps it, to look at plans by hand).
+// Environment: BENCH_N (reads per case, default 300), BENCH_SESSIONS (sessions in the big space,
+// default 1,000,000), BENCH_SMALL_SESSIONS (default 10,000), BENCH_EVENT_SIZES (default
+// 100,10000,100000), BENCH_PAGE_DEPTH (which page of a session list is "a later page", default 10),
+// BENCH_PLANS=full to print every plan in full (default: full plans for sessions and events
+// statements, one line for the others).
+import { performance } from 'node:perf_hooks';
+import type { FastifyInstance } from 'fastify';
+import { type CompiledQuery, Kysely, type LogEvent, PostgresDialect } from 'kysely';
+import pg from 'pg';
+import { buildApp } from '../src/app.js';
+import { DEFAULT_LIMITS } from '../src/config.js';
+import { openDatabase } from '../src/db/connect.js';
+import { migrateToLatest } from '../src/db/migrate.js';
+import type { DB } from '../src/db/schema.js';
+import { createAccount } from '../src/modules/accounts/accounts.service.js';
+import { type Latency, createBenchDatabase, rssMiB, time } from './support.js';
+
+const N = Number(process.env.BENCH_N ?? 300);
+const BIG_SESSIONS = Number(process.env.BENCH_SESSIONS ?? 1_000_000);
+const SMALL_SESSIONS = Number(process.env.BENCH_SMALL_SESSIONS ?? 10_000);
+const EVENT_SIZES = (process.env.BENCH_EVENT_SIZES ?? '100,10000,100000').split(',').map(Number);
+const PAGE_DEPTH = Number(process.env.BENCH_PAGE_DEPTH ?? 10);
+const FULL_PLANS = process.env.BENCH_PLANS === 'full';
+const KEEP = process.env.BENCH_KEEP === '1';
+
+// Every agent has about this many sessions in either space, so the selective filter below matches
+// the same number of sessions in the small and in the big space: what grows is the space alone.
+const SESSIONS_PER_AGENT = 1_000;
+const SESSIONS_PER_USER = 100;
+const SELECTIVE_FILTER = 'example.com/agent-id=agent-0';
+// Matches 90% of a space: the opposite case, where walking the time index and filtering is best.
+const BROAD_FILTER = 'env=prod';
+const EVENTS_USER = 'bench-events';
+
+/**
+ * `count` sessions of `count / SESSIONS_PER_USER` users, each with an agent id (SESSIONS_PER_AGENT
+ * sessions per agent) and an env, as the API would store them. Created 10 ms apart in table order;
+ * updated 10 ms apart in a shuffled order (g · 999,983 mod count), as activity would leave them:
+ * the update-time index is not in table order, as it is not in a live database.
+ */
+const SEED_USERS = `
+  INSERT INTO space_users (account_id, space_id, user_id, session_count)
+  SELECT $1, $2, 'user-' || (g % $4), count(*) FROM generate_series(1, $3) AS g GROUP BY g % $4`;
+const SEED_SESSIONS = `
+  INSERT INTO sessions (account_id, space_id, user_id, session_id, metadata, create_time, update_time)
+  SELECT $1, $2, 'user-' || (g % $4), 'sess-' || g,
+         jsonb_build_object('example.com/agent-id', 'agent-' || (g % $5), 'env', CASE WHEN g % 10 = 0 THEN 'staging' ELSE 'prod' END),
+         now0 - interval '1 day' - make_interval(secs => ($3 - g) / 100.0),
+         now0 - make_interval(secs => (g::bigint * 999983 % $3) / 100.0)
+  FROM generate_series(1, $3) AS g, (SELECT date_trunc('milliseconds', now()) AS now0) AS x`;
+
+// ~300 bytes of event JSON per row, alternating user and agent turns (as in bench/context.ts).
+const FILL_EVENTS = `
+  INSERT INTO events (account_id, space_id, user_id, session_id, seq, event_id, invocation_id, author, content, event_time, create_time, payload_hash)
+  SELECT $1, $2, $3, $4, g, 'evt-' || lpad(g::text, 8, '0'), 'inv-' || (g / 2),
+         CASE WHEN g % 2 = 1 THEN 'user' ELSE 'agent' END,
+         jsonb_build_object('role', CASE WHEN g % 2 = 1 THEN 'user' ELSE 'model' END,
+                            'parts', jsonb_build_array(jsonb_build_object('text',
+                              'Turn ' || g || ': ' || repeat('the quick brown fox jumps over the lazy dog ', 4)))),
+         date_trunc('milliseconds', now()) - make_interval(secs => $5 - g),
+         date_trunc('milliseconds', now()) - make_interval(secs => $5 - g),
+         sha256(g::text::bytea)
+  FROM generate_series(1, $5) AS g`;
+
+interface Case {
+  group: string;
+  size: string;
+  url: string;
+  /** Throws unless the answer is the one this case is about (so a broken read is not timed). */
+  check(body: Record<string, unknown>): void;
+}
+
+interface Result {
+  group: string;
+  size: string;
+  app: Latency;
+  pg: Latency;
+  statements: number;
+  indexes: string;
+}
+
+async function main(): Promise<void> {
+  const { name, url, drop } = await createBenchDatabase();
+  const handle = await openDatabase({ kind: 'postgres', url, poolMax: 4, statementTimeoutMs: 600_000, connectTimeoutMs: 10_000 });
+  // A second Kysely over the same pool (same type parsers) that records every statement, for a
+  // second app instance used once per case: what it recorded is the baseline and what is explained.
+  let recording: CompiledQuery[] | undefined;
+  const recorder = new Kysely<DB>({
+    dialect: new PostgresDialect({ pool: handle.pool }),
+    log: (event: LogEvent) => {
+      if (event.level === 'query') recording?.push(event.query);
+    },
+  });
+  const raw = new pg.Pool({ connectionString: url, max: 1 });
+  try {
+    await migrateToLatest(handle.db);
+    const account = await createAccount(handle.db, 'bench');
+    const limits = { ...DEFAULT_LIMITS, rateLimitMax: 0 };
+    const app = await buildApp({ db: handle.db, pool: handle.pool, limits });
+    const tracer = await buildApp({ db: recorder, limits });
+    await Promise.all([app.ready(), tracer.ready()]);
+    const headers = { authorization: `Bearer ${account.rootCredential.token}` };
+    const get = async (target: FastifyInstance, path: string) => {
+      const res = await target.inject({ method: 'GET', url: path, headers });
+      if (res.statusCode !== 200) throw new Error(`GET ${path}: ${res.statusCode} ${res.body.slice(0, 300)}`);
+      return res.json() as Record<string, unknown>;
+    };
+
+    console.log(`PostgreSQL ${(await raw.query('SHOW server_version')).rows[0].server_version}, database ${name}, N=${N} reads per case (after 50 warm-up reads)`);
+    const bigSpace = account.defaultSpaceId;
+    const created = await app.inject({ method: 'POST', url: '/v1/spaces', headers, payload: { name: 'small' } });
+    if (created.statusCode !== 201) throw new Error(`create space: ${created.statusCode} ${created.body}`);
+    const smallSpace = (created.json() as { spaceId: string }).spaceId;
+
+    await seedSpaces(raw, account.accountId, [
+      [bigSpace, BIG_SESSIONS],
+      [smallSpace, SMALL_SESSIONS],
+    ]);
+    for (const size of EVENT_SIZES) await seedEvents(app, raw, headers, account.accountId, bigSpace, size);
+    const vacuumStart = performance.now();
+    // What autovacuum would have done by now: statistics, and the visibility map.
+    await raw.query('VACUUM ANALYZE sessions, space_users, events');
+    // Writes out what the load dirtied now rather than during the first timed reads.
+    await raw.query('CHECKPOINT').catch((error: Error) => console.log(`CHECKPOINT skipped: ${error.message}`));
+    console.log(`VACUUM ANALYZE and CHECKPOINT in ${seconds(vacuumStart)} s; RSS ${rssMiB()} MiB after seeding`);
+
+    const cases: Case[] = [];
+    const sessionsOf = (space: string, filter: string) => `/v1/spaces/${space}/sessions?metadata=${encodeURIComponent(filter)}`;
+    const expectSessions = (min: number) => (body: Record<string, unknown>) => {
+      if (!Array.isArray(body.sessions) || body.sessions.length < min) throw new Error(`expected ≥${min} sessions, got ${JSON.stringify(body).slice(0, 200)}`);
+    };
+    cases.push({
+      group: 'describe session',
+      size: `${BIG_SESSIONS} sessions`,
+      url: `/v1/spaces/${bigSpace}/users/user-1/sessions/sess-1`,
+      check: (body) => void (body.sessionId === 'sess-1' || fail('describe', body)),
+    });
+    for (const [space, count] of [
+      [smallSpace, SMALL_SESSIONS],
+      [bigSpace, BIG_SESSIONS],
+    ] as const) {
+      const first = sessionsOf(space, SELECTIVE_FILTER);
+      cases.push({ group: `list sessions ${SELECTIVE_FILTER}, page 1`, size: `${count} sessions`, url: first, check: expectSessions(20) });
+      const later = await pageAfter(tracer, get, first, PAGE_DEPTH - 1);
+      if (later) cases.push({ group: `list sessions ${SELECTIVE_FILTER}, page ${PAGE_DEPTH}`, size: `${count} sessions`, url: later, check: expectSessions(1) });
+    }
+    const broad = sessionsOf(bigSpace, BROAD_FILTER);
+    cases.push({ group: `list sessions ${BROAD_FILTER}, page 1`, size: `${BIG_SESSIONS} sessions`, url: broad, check: expectSessions(20) });
+    const later = await pageAfter(tracer, get, broad, PAGE_DEPTH - 1);
+    if (later) cases.push({ group: `list sessions ${BROAD_FILTER}, page ${PAGE_DEPTH}`, size: `${BIG_SESSIONS} sessions`, url: later, check: expectSessions(20) });
+
+    for (const size of EVENT_SIZES) {
+      const base = `/v1/spaces/${bigSpace}/users/${EVENTS_USER}/sessions/events-${size}`;
+      const expectEvents = (firstSeq: number) => (body: Record<string, unknown>) => {
+        const events = body.events as { seq: number }[] | undefined;
+        if (!events?.length || events[0]!.seq !== firstSeq) throw new Error(`expected events from seq ${firstSeq}, got ${JSON.stringify(body).slice(0, 200)}`);
+      };
+      cases.push({ group: 'list events, page 1', size: `${size} events`, url: `${base}/events`, check: expectEvents(1) });
+      // A cursor in the middle of the history: the token of the page that ends at seq size/2.
+      const middle = Math.floor(size / 2);
+      const deep = `${base}/events?afterSeq=${middle - 50}&pageSize=50`;
+      const token = (await get(tracer, deep)).nextPageToken as string;
+      cases.push({ group: 'list events, page at seq size/2', size: `${size} events`, url: `${deep}&pageToken=${token}`, check: expectEvents(middle + 1) });
+      cases.push({
+        group: 'read context',
+        size: `${size} events`,
+        url: `${base}/context`,
+        check: (body) => {
+          const window = body.window as { endSeq: number };
+          if ((body.events as unknown[]).length !== Math.min(size, 100) || window.endSeq !== size) fail('context', body);
+        },
+      });
+    }
+
+    const results: Result[] = [];
+    const seqScans: string[] = [];
+    for (const item of cases) {
+      recording = [];
+      item.check(await get(tracer, item.url));
+      // Authentication records a credential's use at most once a minute: not part of a read.
+      const statements = recording.filter((statement) => !/^update "credentials"/i.test(statement.sql));
+      recording = undefined;
+      const appLatency = await time(N, async () => item.check(await get(app, item.url)));
+      const client = await raw.connect();
+      try {
+        const pgLatency = await time(N, async () => {
+          for (const statement of statements) await client.query(statement.sql, statement.parameters as unknown[]);
+        });
+        console.log(`\n## ${item.group} (${item.size}): app p50 ${ms(appLatency.p50)} ms, pg p50 ${ms(pgLatency.p50)} ms, ${statements.length} statements; RSS ${rssMiB()} MiB`);
+        const indexes = new Set<string>();
+        for (const statement of statements) {
+          if (!/^\s*select/i.test(statement.sql)) {
+            console.log(`  ${oneLine(statement.sql)}`);
+            continue;
+          }
+          const plan = (await client.query(`EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) ${statement.sql}`, statement.parameters as unknown[])).rows.map((row) => String(row['QUERY PLAN']));
+          const text = plan.join('\n');
+          const used = [...text.matchAll(/(?:Index Scan|Index Only Scan|Bitmap Index Scan)(?: Backward)? (?:using|on) (\w+)/g)].map((match) => match[1]!);
+          const scanned = [...text.matchAll(/Seq Scan on (\w+)/g)].map((match) => match[1]!);
+          const touchesData = /\b(sessions|events)\b/.test(statement.sql) && !/\bcredentials\b/.test(statement.sql);
+          if (touchesData) for (const index of used) indexes.add(index);
+          const execution = /Execution Time: ([\d.]+) ms/.exec(text)?.[1];
+          console.log(`  ${oneLine(statement.sql)}\n    → ${used.join(', ') || 'no index'}${scanned.length ? `; SEQ SCAN on ${scanned.join(', ')}` : ''}; execution ${execution} ms`);
+          if (FULL_PLANS || touchesData) console.log(plan.map((line) => `      ${line}`).join('\n'));
+          for (const table of scanned) if (table === 'sessions' || table === 'events') seqScans.push(`${item.group} (${item.size}): Seq Scan on ${table}`);
+        }
+        results.push({ group: item.group, size: item.size, app: appLatency, pg: pgLatency, statements: statements.length, indexes: [...indexes].join(', ') });
+      } finally {
+        client.release();
+      }
+    }
+
+    console.log('\nlatency in ms (app: app.inject, whole request; pg: the same statements through pg, one connection)');
+    console.table(
+      results.map((r) => ({
+        read: r.group,
+        data: r.size,
+        'app p50': ms(r.app.p50),
+        'app p99': ms(r.app.p99),
+        'pg p50': ms(r.pg.p50),
+        'pg p99': ms(r.pg.p99),
+        'app − pg p50': ms(r.app.p50 - r.pg.p50),
+        statements: r.statements,
+        'indexes (sessions/events)': r.indexes,
+      })),
+    );
+    console.log(seqScans.length ? `SEQUENTIAL SCANS:\n  ${seqScans.join('\n  ')}` : 'No sequential scan of sessions or events in any plan.');
+    console.log(`RSS ${rssMiB()} MiB at the end`);
+    await Promise.all([app.close(), tracer.close()]);
+  } finally {
+    await raw.end();
+    await handle.close();
+    if (KEEP) console.log(`kept database ${name} (drop it with: DROP DATABASE "${name}")`);
+    else await drop();
+  }
+}
+
+/**
+ * Fills the spaces. A bulk load maintains no index row by row: the secondary indexes of sessions
+ * (exactly as the migrations define them) are dropped first and built again afterwards, which is
+ * many times faster for a million rows than keeping them up to date during the insert.
+ */
+async function seedSpaces(raw: pg.Pool, accountId: string, spaces: [spaceId: string, count: number][]): Promise<void> {
+  const client = await raw.connect();
+  try {
+    // Nothing here needs to survive a crash, so commits need not wait for the WAL flush.
+    await client.query("SET synchronous_commit = off; SET maintenance_work_mem = '256MB'");
+    const indexes = (
+      await client.query<{ name: string; definition: string }>(`
+        SELECT indexname AS name, indexdef AS definition FROM pg_indexes
+        WHERE schemaname = current_schema() AND tablename = 'sessions'
+          AND indexname NOT IN (SELECT conname FROM pg_constraint WHERE conrelid = 'sessions'::regclass)`)
+    ).rows;
+    for (const index of indexes) await client.query(`DROP INDEX "${index.name}"`);
+    for (const [spaceId, count] of spaces) {
+      const start = performance.now();
+      const users = Math.max(1, Math.ceil(count / SESSIONS_PER_USER));
+      const agents = Math.max(1, Math.ceil(count / SESSIONS_PER_AGENT));
+      await client.query(SEED_USERS, [accountId, spaceId, count, users]);
+      await client.query(SEED_SESSIONS, [accountId, spaceId, count, users, agents]);
+      console.log(`space ${spaceId}: ${count} sessions of ${users} users and ${agents} agents inserted in ${seconds(start)} s; RSS ${rssMiB()} MiB`);
+    }
+    const start = performance.now();
+    for (const index of indexes) await client.query(index.definition);
+    console.log(`${indexes.length} indexes of sessions built again in ${seconds(start)} s (${indexes.map((index) => index.name).join(', ')})`);
+  } finally {
+    client.release();
+  }
+}
+
+async function seedEvents(app: FastifyInstance, raw: pg.Pool, headers: Record<string, string>, accountId: string, spaceId: string, size: number): Promise<void> {
+  const start = performance.now();
+  const sessionId = `events-${size}`;
+  const created = await app.inject({ method: 'POST', url: `/v1/spaces/${spaceId}/users/${EVENTS_USER}/sessions`, headers, payload: { sessionId } });
+  if (created.statusCode !== 201) throw new Error(`create session: ${created.statusCode} ${created.body}`);
+  const key = [accountId, spaceId, EVENTS_USER, sessionId];
+  await raw.query(FILL_EVENTS, [...key, size]);
+  // What `size` appends would have left: the count, and one revision per append.
+  await raw.query('UPDATE sessions SET event_count = $5, revision = revision + $5 WHERE account_id = $1 AND space_id = $2 AND user_id = $3 AND session_id = $4', [...key, size]);
+  console.log(`session with ${size} events seeded in ${seconds(start)} s`);
+}
+
+/** The URL of the page `pages` pages after `first` (following nextPageToken), or undefined at the end. */
+async function pageAfter(app: FastifyInstance, get: (app: FastifyInstance, path: string) => Promise<Record<string, unknown>>, first: string, pages: number): Promise<string | undefined> {
+  let path = first;
+  for (let i = 0; i < pages; i++) {
+    const token = (await get(app, path)).nextPageToken;
+    if (typeof token !== 'string') return undefined;
+    path = `${first}&pageToken=${token}`;
+  }
+  return path;
+}
+
+function fail(what: string, body: unknown): never {
+  throw new Error(`${what}: unexpected answer ${JSON.stringify(body).slice(0, 300)}`);
+}
+
+const ms = (value: number) => value.toFixed(2);
+const seconds = (start: number) => ((performance.now() - start) / 1000).toFixed(1);
+const oneLine = (sql: string) => {
+  const flat = sql.replace(/\s+/g, ' ').trim();
+  return flat.length > 140 ? `${flat.slice(0, 140)}…` : flat;
+};
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exitCode = 1;
+});

@@ -1,0 +1,119 @@
+// The Prometheus instruments of one application instance (SPEC §3 `GET /metrics`, issue 5).
+// Each buildApp() gets its own Registry, never prom-client's global one, so several apps in one
+// process (the test suite, two instances in a fault test) neither collide nor share counts.
+// Process metrics (RSS, heap, event-loop lag, GC) describe the process, not an app: they live in
+// one registry per process, because every collectDefaultMetrics() call starts an event-loop delay
+// monitor and a GC observer that are never stopped.
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/** What the pool gauges read at scrape time: a pg.Pool has all of these. */
+export interface PoolStats {
+  readonly totalCount: number;
+  readonly idleCount: number;
+  readonly waitingCount: number;
+  readonly options: { max?: number | undefined };
+}
+
+export interface AppMetrics {
+  /** Counts and times every request except the scrapes of /metrics itself. */
+  http: {
+    requests: Counter<'method' | 'route' | 'status'>;
+    duration: Histogram<'method' | 'route' | 'status'>;
+  };
+  appends: {
+    requests: Counter<'outcome'>;
+    eventsAppended: Counter;
+    eventsReplayed: Counter;
+    stateDeltaBytes: Counter;
+    stateBytes: Histogram<'scope'>;
+  };
+  /** The exposition: this app's metrics followed by the process's. */
+  render(): Promise<string>;
+  readonly contentType: string;
+}
+
+// 1 ms … 5 s: an append on a warm pool is a few ms; above 5 s the statement timeout has long hit.
+const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
+// 64 B … 1 MiB (the default MAX_STATE_BYTES), by powers of 4.
+const STATE_BYTES_BUCKETS = [64, 256, 1024, 4096, 16_384, 65_536, 262_144, 1_048_576];
+
+let processRegistry: Registry | undefined;
+
+function processMetrics(): Registry {
+  if (!processRegistry) {
+    processRegistry = new Registry();
+    collectDefaultMetrics({ register: processRegistry });
+  }
+  return processRegistry;
+}
+
+export function createAppMetrics({ pool }: { pool?: PoolStats | undefined } = {}): AppMetrics {
+  const registry = new Registry();
+  const registers = [registry];
+  const http = {
+    requests: new Counter({
+      name: 'http_requests_total',
+      help: 'HTTP requests answered, by method, route template (`unmatched` when no route matched) and status.',
+      labelNames: ['method', 'route', 'status'] as const,
+      registers,
+    }),
+    duration: new Histogram({
+      name: 'http_request_duration_seconds',
+      help: 'Time from receiving a request to the end of its response, by method, route template and status.',
+      labelNames: ['method', 'route', 'status'] as const,
+      buckets: LATENCY_BUCKETS,
+      registers,
+    }),
+  };
+  const appends = {
+    requests: new Counter({
+      name: 'append_requests_total',
+      help: 'Successful appends: `appended` wrote at least one event, `replayed` was a pure retry that wrote nothing. Failures are in http_requests_total by status.',
+      labelNames: ['outcome'] as const,
+      registers,
+    }),
+    eventsAppended: new Counter({ name: 'events_appended_total', help: 'Events written to the history (replays excluded).', registers }),
+    eventsReplayed: new Counter({ name: 'events_replayed_total', help: 'Events answered from storage because their eventId was already stored (retries).', registers }),
+    stateDeltaBytes: new Counter({
+      name: 'state_delta_bytes_total',
+      help: 'Serialized (compact JSON, UTF-8) bytes of the stateDelta of every written event, as sent.',
+      registers,
+    }),
+    stateBytes: new Histogram({
+      name: 'state_size_bytes',
+      help: 'Serialized size of a state scope (session, user or app: what MAX_STATE_BYTES limits) after an append whose stateDelta touched it.',
+      labelNames: ['scope'] as const,
+      buckets: STATE_BYTES_BUCKETS,
+      registers,
+    }),
+  };
+  if (pool) registerPoolGauges(registry, pool);
+
+  const processes = processMetrics();
+  return {
+    http,
+    appends,
+    contentType: registry.contentType,
+    async render() {
+      return (await registry.metrics()) + (await processes.metrics());
+    },
+  };
+}
+
+// Read when scraped, so they cost nothing between scrapes.
+function registerPoolGauges(registry: Registry, pool: PoolStats): void {
+  const gauge = (name: string, help: string, read: () => number) =>
+    new Gauge({
+      name,
+      help,
+      registers: [registry],
+      collect() {
+        this.set(read());
+      },
+    });
+  gauge('db_pool_connections', 'Open database connections (idle + in use).', () => pool.totalCount);
+  gauge('db_pool_connections_idle', 'Open database connections not serving a query.', () => pool.idleCount);
+  gauge('db_pool_connections_in_use', 'Database connections checked out by a request or job.', () => pool.totalCount - pool.idleCount);
+  gauge('db_pool_waiting_clients', 'Requests waiting for a free database connection; above 0 for long means the pool is too small.', () => pool.waitingCount);
+  gauge('db_pool_max_connections', 'The configured pool size (DB_POOL_MAX; 1 on PGlite).', () => pool.options.max ?? 10);
+}

@@ -1,0 +1,86 @@
+// The metadata filter of session lists is served by the space-scoped GIN index of
+// migrations/0003_read_indexes.sql. The index serves only the exact expression the repository
+// writes; if the two drift apart the list still answers correctly, only by scanning the space, so
+// this checks the plan of the query the repository really issues.
+import { type CompiledQuery, Kysely, PostgresDialect, sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { DB } from '../../src/db/schema.js';
+import { listSessionRows } from '../../src/modules/sessions/sessions.repository.js';
+import { insertSpace } from '../support/fixtures.js';
+import { createTestApp, type TestApp } from '../support/test-app.js';
+
+const SESSIONS_PER_SPACE = 2000;
+const AGENTS = 200; // 10 sessions per agent and space
+
+let t: TestApp;
+let spaces: [string, string];
+beforeAll(async () => {
+  t = await createTestApp();
+  const accountId = t.account.accountId;
+  spaces = [await insertSpace(t.db, accountId, 'one'), await insertSpace(t.db, accountId, 'two')];
+  for (const spaceId of spaces) {
+    await sql`
+      INSERT INTO space_users (account_id, space_id, user_id, session_count)
+      SELECT ${accountId}, ${spaceId}, 'user-' || (g % 20), count(*) FROM generate_series(1, ${SESSIONS_PER_SPACE}::int) AS g GROUP BY g % 20`.execute(t.db);
+    await sql`
+      INSERT INTO sessions (account_id, space_id, user_id, session_id, metadata, update_time)
+      SELECT ${accountId}, ${spaceId}, 'user-' || (g % 20), 'sess-' || g,
+             jsonb_build_object('example.com/agent-id', 'agent-' || (g % ${AGENTS}::int), 'env', 'prod'),
+             now() - make_interval(secs => g)
+      FROM generate_series(1, ${SESSIONS_PER_SPACE}::int) AS g`.execute(t.db);
+  }
+  await sql`ANALYZE sessions`.execute(t.db);
+});
+afterAll(async () => t.close());
+
+/** Runs the repository's list query through a Kysely that records it, and answers rows and statement. */
+async function listRecorded(spaceId: string, metadata: Map<string, string[]>) {
+  const recorded: CompiledQuery[] = [];
+  const recorder = new Kysely<DB>({
+    dialect: new PostgresDialect({ pool: t.database.pool }),
+    log: (event) => void (event.level === 'query' && recorded.push(event.query)),
+  });
+  const rows = await listSessionRows(recorder, {
+    filter: { accountId: t.account.accountId, spaceId, metadata },
+    orderBy: 'update_time',
+    direction: 'desc',
+    scope: 'space',
+    limit: 21,
+  });
+  expect(recorded).toHaveLength(1);
+  return { rows, statement: recorded[0]! };
+}
+
+interface PlanNode {
+  'Node Type': string;
+  'Relation Name'?: string;
+  'Index Name'?: string;
+  Plans?: PlanNode[];
+}
+
+async function planOf(statement: CompiledQuery): Promise<PlanNode[]> {
+  const result = await t.database.pool.query(`EXPLAIN (FORMAT JSON) ${statement.sql}`, statement.parameters as unknown[]);
+  const nodes: PlanNode[] = [];
+  const walk = (node: PlanNode) => {
+    nodes.push(node);
+    node.Plans?.forEach(walk);
+  };
+  walk((result.rows[0]['QUERY PLAN'] as [{ Plan: PlanNode }])[0].Plan);
+  return nodes;
+}
+
+describe('session list plans', () => {
+  it('finds the sessions of one metadata value through the space-scoped index, and only those of the space', async () => {
+    const [one] = spaces;
+    const { rows, statement } = await listRecorded(one, new Map([['example.com/agent-id', ['agent-7']]]));
+
+    // The same value exists in the other space: only this space's ten sessions are answered.
+    expect(rows).toHaveLength(SESSIONS_PER_SPACE / AGENTS);
+    expect(new Set(rows.map((row) => row.space_id))).toEqual(new Set([one]));
+    expect(rows.every((row) => row.metadata['example.com/agent-id'] === 'agent-7')).toBe(true);
+
+    const nodes = await planOf(statement);
+    expect(nodes.map((node) => node['Index Name'])).toContain('sessions_metadata_in_space');
+    expect(nodes.filter((node) => node['Node Type'] === 'Seq Scan' && node['Relation Name'] === 'sessions')).toEqual([]);
+  });
+});

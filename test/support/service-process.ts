@@ -1,0 +1,71 @@
+// The service as a real process (`node --import tsx src/server.ts`, what `npm start` runs without
+// npm between it and the signals), for tests that watch the process itself: it must not exit, or
+// it must exit cleanly.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+export interface ServiceProcess {
+  child: ChildProcess;
+  baseUrl: string;
+  output(): string;
+  /** The JSON log lines written so far. */
+  logLines(): Record<string, unknown>[];
+  alive(): boolean;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+export function startServiceProcess(env: Record<string, string>): ServiceProcess {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+    cwd: ROOT,
+    // DATABASE_URL and ROOT_API_KEY from the developer's shell must not leak in: empty means unset.
+    env: { ...process.env, DATABASE_URL: '', ROOT_API_KEY: '', HOST: '127.0.0.1', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })),
+  );
+  return {
+    child,
+    baseUrl: `http://127.0.0.1:${env.PORT}`,
+    output: () => output,
+    logLines: () =>
+      output
+        .split('\n')
+        .filter((line) => line.startsWith('{'))
+        .flatMap((line) => {
+          try {
+            return [JSON.parse(line) as Record<string, unknown>];
+          } catch {
+            return [];
+          }
+        }),
+    alive: () => child.exitCode === null && child.signalCode === null,
+    exited,
+  };
+}
+
+export async function waitUntilReady(service: ServiceProcess, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline && service.alive()) {
+    try {
+      const res = await fetch(`${service.baseUrl}/readyz`, { signal: AbortSignal.timeout(5_000) });
+      if (res.status === 200) return;
+    } catch {
+      // not listening yet
+    }
+    await sleep(100);
+  }
+  throw new Error(`the service did not become ready:\n${service.output()}`);
+}
+
+/** SIGKILL for clean-up after a failed test; the tests themselves send SIGTERM. */
+export function killServiceProcess(service: ServiceProcess | undefined): void {
+  if (service?.alive()) service.child.kill('SIGKILL');
+}
+
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
