@@ -61,7 +61,7 @@ const SEED_SESSIONS = `
          now0 - make_interval(secs => (g::bigint * 999983 % $3) / 100.0)
   FROM generate_series(1, $3) AS g, (SELECT date_trunc('milliseconds', now()) AS now0) AS x`;
 
-// ~300 bytes of event JSON per row, alternating user and agent turns (as in bench/context.ts).
+// ~300 bytes of event JSON per row, alternating user and agent turns.
 const FILL_EVENTS = `
   INSERT INTO events (account_id, space_id, user_id, session_id, seq, event_id, invocation_id, author, content, event_time, create_time, payload_hash)
   SELECT $1, $2, $3, $4, g, 'evt-' || lpad(g::text, 8, '0'), 'inv-' || (g / 2),
