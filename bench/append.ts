@@ -16,12 +16,10 @@
 // transaction preceded by the credential lookup every request makes, i.e. all of the database
 // work of one request. CPU time per request is read from /proc for the server, this process (the
 // load generator, or the ceiling's client) and the PostgreSQL backends of the bench database.
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { performance } from 'node:perf_hooks';
-import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { Kysely, PostgresDialect } from 'kysely';
 import type pg from 'pg';
@@ -31,6 +29,7 @@ import { migrateToLatest } from '../src/db/migrate.js';
 import type { DB } from '../src/db/schema.js';
 import { authenticate, createAccount } from '../src/modules/accounts/accounts.service.js';
 import { appendEvents } from '../src/modules/events/events.service.js';
+import { freePort, rssOfProcess, startServer, stopServer, waitReady } from './server-process.js';
 import { createBenchDatabase, percentile, rssMiB } from './support.js';
 
 const DURATION_S = Number(process.env.BENCH_DURATION ?? 20);
@@ -39,7 +38,6 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 1);
 const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 1_000);
 const CONNECTIONS = 32;
 const SESSIONS_PER_USER = 10;
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const POOL_MAX = serviceDatabaseOptions('postgres://localhost/db').poolMax;
 const RUN = randomBytes(3).toString('hex');
 const CLOCK_TICKS = 100; // USER_HZ: /proc/<pid>/stat counts CPU time in 1/100 s
@@ -91,7 +89,10 @@ async function main(): Promise<void> {
     await migrateToLatest(setup.db);
     const account = await createAccount(setup.db, 'bench');
     const port = await freePort();
-    server = startServer(url, port);
+    server = startServer(url, port, {
+      env: { DB_POOL_MAX: String(POOL_MAX) },
+      nodeArgs: process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [],
+    });
     const bench: Bench = {
       accountId: account.accountId,
       spaceId: account.defaultSpaceId,
@@ -136,7 +137,7 @@ async function main(): Promise<void> {
           'CPU ms: server': run === 'service' ? cpu.server : '-',
           postgres: cpu.postgres,
           'client/loadgen': cpu.bench,
-          'server RSS MiB': rssOf(server!.pid!),
+          'server RSS MiB': rssOfProcess(server!.pid!).toFixed(1),
         });
         if (result.non2xx > 0 || result.errors > 0) console.log(`round ${round}: ${result.non2xx} non-2xx responses and ${result.errors} errors: ${JSON.stringify(result.statuses)}`);
         return result;
@@ -157,7 +158,7 @@ async function main(): Promise<void> {
     const stored = new Set((await ceiling.query<{ event_id: string }>('SELECT event_id FROM events')).rows.map((row) => row.event_id));
     const missing = [...acknowledged, ...committed].filter((id) => !stored.has(id)).length;
     console.log(`verified: ${acknowledged.length} acknowledged appends and ${committed.length} committed ceiling transactions, ${missing} of them missing from the database`);
-    console.log(`RSS after the run: server ${rssOf(server.pid!)} MiB, bench process ${rssMiB()} MiB`);
+    console.log(`RSS after the run: server ${rssOfProcess(server.pid!).toFixed(1)} MiB, bench process ${rssMiB()} MiB`);
     if (missing > 0 || rows.some((row) => row['non-2xx'] !== '-' && row['non-2xx'] !== '0')) {
       process.exitCode = 1;
       keep = true;
@@ -175,55 +176,6 @@ const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floo
 
 // ---------------------------------------------------------------------------------------------
 // The service over HTTP
-
-function startServer(databaseUrl: string, port: number): ChildProcess {
-  const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
-  return spawn(process.execPath, [...profile, '--import', 'tsx', 'src/server.ts'], {
-    cwd: ROOT,
-    stdio: ['ignore', 'inherit', 'inherit'],
-    env: {
-      ...process.env,
-      DATABASE_URL: databaseUrl,
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
-      RATE_LIMIT_MAX: '0',
-      SWEEP_INTERVAL_MS: '0',
-      DB_POOL_MAX: String(POOL_MAX),
-    },
-  });
-}
-
-async function waitReady(base: string, server: ChildProcess): Promise<void> {
-  for (let attempt = 0; attempt < 300; attempt++) {
-    if (server.exitCode !== null) throw new Error(`the server exited with ${server.exitCode}`);
-    try {
-      if ((await fetch(`${base}/readyz`)).ok) return;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error('the server did not become ready in 30 s');
-}
-
-async function stopServer(server: ChildProcess): Promise<void> {
-  if (server.exitCode !== null) return;
-  const exited = new Promise((resolve) => server.once('exit', resolve));
-  server.kill('SIGTERM');
-  await exited;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
-}
 
 async function createSessions({ base, spaceId, headers }: Bench): Promise<void> {
   const create = async (userId: string, sessionId: string) => {
@@ -422,13 +374,6 @@ async function cpuMeter(pool: pg.Pool, database: string, serverPid: number) {
     const perRequest = (seconds: number) => ((seconds * 1000) / count).toFixed(2);
     return { server: perRequest(after.server - before.server), bench: perRequest(after.bench - before.bench), postgres: perRequest(postgres) };
   };
-}
-
-function rssOf(pid: number): string {
-  const line = readFileSync(`/proc/${pid}/status`, 'utf8')
-    .split('\n')
-    .find((l) => l.startsWith('VmRSS:'));
-  return line ? (Number(line.split(/\s+/)[1]) / 1024).toFixed(1) : '?';
 }
 
 main().catch((error: unknown) => {

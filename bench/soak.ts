@@ -10,15 +10,13 @@
 // Creates and drops its own database. Environment: BENCH_SOAK_SECONDS (default 300),
 // BENCH_SOAK_RATE (requests per second, default 100), BENCH_SOAK_SAMPLE_SECONDS (default 15),
 // BENCH_SOAK_SESSIONS (default 200), DB_POOL_MAX (the server's pool, default: the server's own).
-import { type ChildProcess, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import type { ChildProcess } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
-import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { openDatabase } from '../src/db/connect.js';
 import { migrateToLatest } from '../src/db/migrate.js';
 import { createAccount } from '../src/modules/accounts/accounts.service.js';
+import { freePort, rssOfProcess, startServer, stopServer, waitReady } from './server-process.js';
 import { createBenchDatabase, percentile, rssMiB } from './support.js';
 
 const SECONDS = Number(process.env.BENCH_SOAK_SECONDS ?? 300);
@@ -28,7 +26,6 @@ const SESSIONS = Number(process.env.BENCH_SOAK_SESSIONS ?? 200);
 const SESSIONS_PER_USER = 10;
 /** Requests in flight at most: a server that stalls makes the load wait, not pile up without bound. */
 const MAX_IN_FLIGHT = 64;
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
 /** The mix, in shares of the requests (they add up to 100). */
 const MIX = [
@@ -201,7 +198,7 @@ async function main(): Promise<void> {
 async function takeSample(second: number, pid: number, monitor: pg.Client, database: string, metricsBase: string | undefined): Promise<Sample> {
   const sample: Sample = {
     second,
-    rssMiB: rssOf(pid),
+    rssMiB: rssOfProcess(pid),
     connections: Number((await monitor.query('SELECT count(*) AS n FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [database])).rows[0].n),
   };
   if (metricsBase) {
@@ -229,61 +226,6 @@ async function createSessions(base: string, spaceId: string, headers: Record<str
       }),
     );
   }
-}
-
-function startServer(databaseUrl: string, port: number): ChildProcess {
-  return spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
-    cwd: ROOT,
-    stdio: ['ignore', 'inherit', 'inherit'],
-    env: {
-      ...process.env,
-      DATABASE_URL: databaseUrl,
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      LOG_LEVEL: 'warn',
-      RATE_LIMIT_MAX: '0',
-      SWEEP_INTERVAL_MS: '0',
-    },
-  });
-}
-
-async function waitReady(base: string, server: ChildProcess): Promise<void> {
-  for (let attempt = 0; attempt < 300; attempt++) {
-    if (server.exitCode !== null) throw new Error(`the server exited with ${server.exitCode}`);
-    try {
-      if ((await fetch(`${base}/readyz`)).ok) return;
-    } catch {
-      // not listening yet
-    }
-    await sleep(100);
-  }
-  throw new Error('the server did not become ready in 30 s');
-}
-
-async function stopServer(server: ChildProcess): Promise<void> {
-  if (server.exitCode !== null) return;
-  const exited = new Promise((resolve) => server.once('exit', resolve));
-  server.kill('SIGTERM');
-  await exited;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
-}
-
-/** Resident set size of a process, in MiB, from /proc (Linux). */
-function rssOf(pid: number): number {
-  const line = readFileSync(`/proc/${pid}/status`, 'utf8')
-    .split('\n')
-    .find((l) => l.startsWith('VmRSS:'));
-  return line ? Number(line.split(/\s+/)[1]) / 1024 : Number.NaN;
 }
 
 const sleep = (milliseconds: number) => new Promise((resolve) => setTimeout(resolve, Math.max(0, milliseconds)));

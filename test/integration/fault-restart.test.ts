@@ -9,8 +9,8 @@ import { buildApp } from '../../src/app.js';
 import { DEFAULT_LIMITS } from '../../src/config.js';
 import { openDatabase } from '../../src/db/connect.js';
 import { issueCredential } from '../../src/modules/accounts/credentials.js';
-import { type PrivateCluster, createPrivateCluster, findPostgresBinaries, freePort } from '../support/private-cluster.js';
-import { type ServiceProcess, killServiceProcess, sleep, startServiceProcess, waitUntilReady } from '../support/service-process.js';
+import { type PrivateCluster, createPrivateCluster, findPostgresBinaries } from '../support/private-cluster.js';
+import { type ServiceProcess, freePort, killServiceProcess, sleep, startServiceProcess, waitUntilReady } from '../support/service-process.js';
 
 const CONNECT_TIMEOUT_MS = 1_000;
 const STATEMENT_TIMEOUT_MS = 3_000;

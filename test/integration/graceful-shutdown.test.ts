@@ -9,8 +9,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { APPLICATION_NAME } from '../../src/db/connect.js';
 import { issueCredential } from '../../src/modules/accounts/credentials.js';
 import { withDatabase } from '../support/backend.js';
-import { freePort } from '../support/private-cluster.js';
-import { type ServiceProcess, killServiceProcess, sleep, startServiceProcess, waitUntilReady } from '../support/service-process.js';
+import { type ServiceProcess, freePort, killServiceProcess, sleep, startServiceProcess, waitUntilReady } from '../support/service-process.js';
 
 const backend = inject('testBackend');
 

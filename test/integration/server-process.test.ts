@@ -1,71 +1,22 @@
 // The real entry point over real HTTP: src/server.ts started as a process, as `npm start` does.
 // Embedded mode prints the root credential on the first start only; the data directory keeps it.
-import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { issueCredential } from '../../src/modules/accounts/credentials.js';
 import { withDatabase } from '../support/backend.js';
+import { type ServiceProcess, freePort, startServiceProcess, waitUntilReady } from '../support/service-process.js';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const START_TIMEOUT_MS = 60_000;
 const TOKEN_LINE = /export TOKEN=(AKID[A-Za-z0-9]{32}\.[A-Za-z0-9_-]{43,})/g;
 
-interface RunningServer {
-  child: ChildProcess;
-  baseUrl: string;
-  output(): string;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
+type RunningServer = ServiceProcess;
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
-}
-
-/** `node --import tsx src/server.ts`: what `npm start` runs, without npm in between the signals. */
-function startServer(env: Record<string, string>): RunningServer {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
-    cwd: ROOT,
-    // DATABASE_URL and ROOT_API_KEY from the developer's shell must not leak in: empty means unset.
-    env: { ...process.env, DATABASE_URL: '', ROOT_API_KEY: '', LOG_LEVEL: 'info', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.once('exit', (code, signal) => resolve({ code, signal })),
-  );
-  return { child, baseUrl: `http://127.0.0.1:${env.PORT}`, output: () => output, exited };
-}
-
-async function waitUntilReady(server: RunningServer): Promise<void> {
-  const deadline = Date.now() + START_TIMEOUT_MS;
-  let exited = false;
-  void server.exited.then(() => (exited = true));
-  while (Date.now() < deadline && !exited) {
-    try {
-      const res = await fetch(`${server.baseUrl}/readyz`);
-      if (res.status === 200) return;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-  throw new Error(`server did not become ready:\n${server.output()}`);
-}
+/** `node --import tsx src/server.ts` with info logs, the level `npm start` uses. */
+const startServer = (env: Record<string, string>): RunningServer => startServiceProcess({ LOG_LEVEL: 'info', ...env });
 
 async function stop(server: RunningServer): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
   if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGTERM');

@@ -7,10 +7,10 @@
 import { execFile, execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { chown, mkdtemp, readFile, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { freePort } from './service-process.js';
 
 const run = promisify(execFile);
 const PG_CTL_TIMEOUT_S = 30;
@@ -36,18 +36,6 @@ export function findPostgresBinaries(): string | undefined {
   if (onPath) return onPath;
   const versions = ['17', '16', '15', '14', '13'].map((v) => `/usr/lib/postgresql/${v}/bin`);
   return versions.find((dir) => existsSync(join(dir, 'initdb')));
-}
-
-/** Asks the OS for a port nobody listens on; the cluster binds it a moment later. */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
 }
 
 export async function createPrivateCluster(): Promise<PrivateCluster> {

@@ -2,6 +2,7 @@
 // npm between it and the signals), for tests that watch the process itself: it must not exit, or
 // it must exit cleanly.
 import { type ChildProcess, spawn } from 'node:child_process';
+import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -69,3 +70,15 @@ export function killServiceProcess(service: ServiceProcess | undefined): void {
 }
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** Asks the OS for a port nobody listens on; the cluster binds it a moment later. */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}

@@ -2,7 +2,7 @@
 import { type Transaction, sql } from 'kysely';
 import type { Database } from '../../db/connect.js';
 import type { DB, EventRow } from '../../db/schema.js';
-import type { SessionKey, SessionWithSharedState } from '../sessions/sessions.repository.js';
+import { type SessionKey, type SessionWithSharedState, liveSessionWithSharedState } from '../sessions/sessions.repository.js';
 
 export type { SessionKey };
 
@@ -25,19 +25,7 @@ export async function findSessionWithNewestEvents(
   key: SessionKey,
   limit: number,
 ): Promise<(SessionWithSharedState & { newest_events: EventJson[] }) | undefined> {
-  return db
-    .selectFrom('sessions')
-    .innerJoin('space_users', (join) =>
-      join
-        .onRef('space_users.account_id', '=', 'sessions.account_id')
-        .onRef('space_users.space_id', '=', 'sessions.space_id')
-        .onRef('space_users.user_id', '=', 'sessions.user_id'),
-    )
-    .innerJoin('session_spaces', (join) =>
-      join.onRef('session_spaces.account_id', '=', 'sessions.account_id').onRef('session_spaces.space_id', '=', 'sessions.space_id'),
-    )
-    .selectAll('sessions')
-    .select(['space_users.state as user_state', 'session_spaces.state as app_state'])
+  return liveSessionWithSharedState(db, key)
     .select(
       sql<EventJson[]>`(
         SELECT coalesce(json_agg(newest ORDER BY newest.seq DESC), '[]'::json)
@@ -52,11 +40,6 @@ export async function findSessionWithNewestEvents(
         ) AS newest
       )`.as('newest_events'),
     )
-    .where('sessions.account_id', '=', key.accountId)
-    .where('sessions.space_id', '=', key.spaceId)
-    .where('sessions.user_id', '=', key.userId)
-    .where('sessions.session_id', '=', key.sessionId)
-    .where(sql<boolean>`(sessions.expire_time IS NULL OR sessions.expire_time > now())`)
     .executeTakeFirst();
 }
 

@@ -130,9 +130,12 @@ export async function findLiveSession(db: Executor, key: SessionKey): Promise<Se
 
 /** The session with its user's and space's state, in one query, unless it is missing or expired. */
 export async function findLiveSessionWithSharedState(db: Executor, key: SessionKey): Promise<SessionWithSharedState | undefined> {
-  return sessionsWithSharedState(db)
-    .where((eb) => eb.and([byKey(eb, key), isLive(eb)]))
-    .executeTakeFirst();
+  return liveSessionWithSharedState(db, key).executeTakeFirst();
+}
+
+/** The query of findLiveSessionWithSharedState, for readers that select more alongside (context). */
+export function liveSessionWithSharedState(db: Executor, key: SessionKey) {
+  return sessionsWithSharedState(db).where((eb) => eb.and([byKey(eb, key), isLive(eb)]));
 }
 
 /** The user's state (`{}` when the user has no row yet) and the space's state, in one query. */

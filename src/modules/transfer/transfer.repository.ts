@@ -2,7 +2,7 @@
 import { type Insertable, type Transaction, sql } from 'kysely';
 import type { Database } from '../../db/connect.js';
 import type { DB, EventRow, EventsTable, JsonObject, NewSessionRow, SessionRow, SpaceRow } from '../../db/schema.js';
-import type { SessionKey, UserKey } from '../sessions/sessions.repository.js';
+import { type SessionKey, type UserKey, liveSessionWithSharedState } from '../sessions/sessions.repository.js';
 
 type Executor = Database | Transaction<DB>;
 
@@ -29,20 +29,7 @@ export async function findLiveSessionWithScopes(
   db: Executor,
   key: SessionKey,
 ): Promise<{ session: SessionRow; userState: JsonObject; appState: JsonObject } | undefined> {
-  const row = await db
-    .selectFrom('sessions')
-    .innerJoin('space_users', (join) =>
-      join.onRef('space_users.account_id', '=', 'sessions.account_id').onRef('space_users.space_id', '=', 'sessions.space_id').onRef('space_users.user_id', '=', 'sessions.user_id'),
-    )
-    .innerJoin('session_spaces', (join) => join.onRef('session_spaces.account_id', '=', 'sessions.account_id').onRef('session_spaces.space_id', '=', 'sessions.space_id'))
-    .selectAll('sessions')
-    .select(['space_users.state as user_state', 'session_spaces.state as app_state'])
-    .where('sessions.account_id', '=', key.accountId)
-    .where('sessions.space_id', '=', key.spaceId)
-    .where('sessions.user_id', '=', key.userId)
-    .where('sessions.session_id', '=', key.sessionId)
-    .where(sql<boolean>`(sessions.expire_time IS NULL OR sessions.expire_time > now())`)
-    .executeTakeFirst();
+  const row = await liveSessionWithSharedState(db, key).executeTakeFirst();
   if (!row) return undefined;
   const { user_state, app_state, ...session } = row;
   return { session, userState: user_state, appState: app_state };

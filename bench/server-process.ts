@@ -1,0 +1,65 @@
+// The real server as a child process (src/server.ts through tsx), for the benchmarks that load it
+// over HTTP: the load generator then does not share the server's event loop.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+/** Starts the server on 127.0.0.1:`port` with rate limiting and the sweeper off. */
+export function startServer(databaseUrl: string, port: number, options: { env?: Record<string, string>; nodeArgs?: string[] } = {}): ChildProcess {
+  return spawn(process.execPath, [...(options.nodeArgs ?? []), '--import', 'tsx', 'src/server.ts'], {
+    cwd: ROOT,
+    stdio: ['ignore', 'inherit', 'inherit'],
+    env: {
+      ...process.env,
+      DATABASE_URL: databaseUrl,
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
+      RATE_LIMIT_MAX: '0',
+      SWEEP_INTERVAL_MS: '0',
+      ...options.env,
+    },
+  });
+}
+
+export async function waitReady(base: string, server: ChildProcess): Promise<void> {
+  for (let attempt = 0; attempt < 300; attempt++) {
+    if (server.exitCode !== null) throw new Error(`the server exited with ${server.exitCode}`);
+    try {
+      if ((await fetch(`${base}/readyz`)).ok) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error('the server did not become ready in 30 s');
+}
+
+export async function stopServer(server: ChildProcess): Promise<void> {
+  if (server.exitCode !== null) return;
+  const exited = new Promise((resolve) => server.once('exit', resolve));
+  server.kill('SIGTERM');
+  await exited;
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as { port: number };
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+/** Resident set size of a process, in MiB, from /proc (Linux); NaN when it cannot be read. */
+export function rssOfProcess(pid: number): number {
+  const line = readFileSync(`/proc/${pid}/status`, 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('VmRSS:'));
+  return line ? Number(line.split(/\s+/)[1]) / 1024 : Number.NaN;
+}
