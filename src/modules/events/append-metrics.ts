@@ -2,7 +2,7 @@
 import type { JsonObject } from '../../db/schema.js';
 import type { AppMetrics } from '../../lib/metrics-registry.js';
 import { jsonBytes } from '../../lib/json-measure.js';
-import { type StoredScope, scopesTouched, splitByScope } from '../state/scoped-state.js';
+import { type StoredScope, scopesTouched } from '../state/scoped-state.js';
 import type { AppendEventsBody } from './events.schemas.js';
 import type { AppendEventsResult } from './events.service.js';
 
@@ -31,10 +31,9 @@ export function recordAppend(metrics: AppMetrics['appends'], body: AppendEventsB
   metrics.eventsAppended.inc(written.size);
   metrics.eventsReplayed.inc(result.events.length - written.size);
   if (deltaBytes > 0) metrics.stateDeltaBytes.inc(deltaBytes);
-  // Costs one more serialization of each touched scope (the limit check already measured it, but
-  // the service does not return the figure): proportional to the state size, at most MAX_STATE_BYTES.
-  if (touched.size > 0) {
-    const states = splitByScope(result.session.state);
-    for (const scope of touched) metrics.stateBytes.observe({ scope }, jsonBytes(states[scope]));
+  // The sizes the state limit measured as the append wrote them: nothing is serialized again here.
+  for (const scope of touched) {
+    const bytes = result.stateBytes[scope];
+    if (bytes !== undefined) metrics.stateBytes.observe({ scope }, bytes);
   }
 }

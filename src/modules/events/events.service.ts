@@ -38,6 +38,8 @@ export interface AppendEventsResult {
   replayOnly: boolean;
   /** How many of `events` this request stored: they hold the session's newest seq numbers. */
   writtenCount: number;
+  /** The serialized size of each state this request wrote, as the size limit measured it. */
+  stateBytes: Partial<Record<StoredScope, number>>;
   events: EventView[];
   session: SessionView;
 }
@@ -99,7 +101,7 @@ export async function appendEvents(
     plan = planAppend(key, session, prepared, stored, locked, limits, ifMatch);
     if (!plan.write) {
       const shared = await lockSharedStates(trx, key, new Set());
-      return { replayOnly: true, writtenCount: 0, events: plan.results.map(toEventView), session: toSessionView(session, shared) };
+      return { replayOnly: true, writtenCount: 0, stateBytes: {}, events: plan.results.map(toEventView), session: toSessionView(session, shared) };
     }
     const written = await writeAppend(trx, key, plan.write);
     if (written.replayed) throw new AppError('InternalError', 'The events changed under the session lock.');
@@ -114,6 +116,8 @@ interface AppendPlan {
   states: ScopedStates;
   /** Absent when every input replays a stored event: nothing to write. */
   write?: AppendWrite;
+  /** With `write`: the size of the session's new state, as the limit measured it. */
+  sessionStateBytes?: number;
 }
 
 /**
@@ -158,10 +162,11 @@ function planAppend(
   if (newRows.length === 0) return { results, states };
   assertIfMatch(ifMatch, session.revision);
   const stateJson = JSON.stringify(states.session);
-  assertStateWithinLimit(limits, 'session', states.session, stateJson);
+  const sessionStateBytes = assertStateWithinLimit(limits, 'session', states.session, stateJson);
   return {
     results,
     states,
+    sessionStateBytes,
     write: { events: newRows, stateJson, eventCount: lastSeq, revision: session.revision + 1, updateTime: session.now },
   };
 }
@@ -184,9 +189,15 @@ async function finishAppend(
     user: locked.user ? plan.states.user : written.userState,
     app: locked.app ? plan.states.app : written.appState,
   };
-  await saveSharedStates(trx, limits, key, before, after);
+  const sharedStateBytes = await saveSharedStates(trx, limits, key, before, after);
   const updated: SessionRow = { ...session, state: plan.states.session, event_count: write.eventCount, revision: write.revision, update_time: write.updateTime };
-  return { replayOnly: false, writtenCount: write.events.length, events: plan.results.map(toEventView), session: toSessionView(updated, after) };
+  return {
+    replayOnly: false,
+    writtenCount: write.events.length,
+    stateBytes: { session: plan.sessionStateBytes!, ...sharedStateBytes },
+    events: plan.results.map(toEventView),
+    session: toSessionView(updated, after),
+  };
 }
 
 /** The user and app scopes that some delta of the request writes (the session row is locked anyway). */

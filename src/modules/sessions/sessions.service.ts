@@ -154,24 +154,35 @@ export async function lockWrittenSharedStates(trx: Transaction<DB>, user: UserKe
  * Writes the user's and the space's state where they changed, after checking each against the state
  * size limit (413, and the caller's transaction rolls back: nothing is written).
  */
-export async function saveSharedStates(trx: Transaction<DB>, limits: Limits, user: UserKey, before: SharedStates, after: ScopedStates): Promise<void> {
+export async function saveSharedStates(
+  trx: Transaction<DB>,
+  limits: Limits,
+  user: UserKey,
+  before: SharedStates,
+  after: ScopedStates,
+): Promise<Partial<Record<keyof SharedStates, number>>> {
   // Only a changed scope is measured: an unchanged one is not written, and measuring it would
   // serialize a state of up to MAX_STATE_BYTES on every append for nothing.
   const userChanged = after.user !== before.user;
   const appChanged = after.app !== before.app;
-  if (userChanged) assertStateWithinLimit(limits, 'user', after.user);
-  if (appChanged) assertStateWithinLimit(limits, 'app', after.app);
+  const bytes: Partial<Record<keyof SharedStates, number>> = {};
+  if (userChanged) bytes.user = assertStateWithinLimit(limits, 'user', after.user);
+  if (appChanged) bytes.app = assertStateWithinLimit(limits, 'app', after.app);
   if (userChanged) await saveUserState(trx, user, after.user);
   if (appChanged) await saveSpaceState(trx, user.accountId, user.spaceId, after.app);
+  return bytes;
 }
 
 const SCOPE_NAMES: Record<StoredScope, string> = { session: 'session', user: "user's", app: "space's (app)" };
 
-/** 413 when one scope's state would be over the limit; the size limit applies to each scope apart. */
-export function assertStateWithinLimit(limits: Limits, scope: StoredScope, state: JsonObject, serialized?: string): void {
+/**
+ * 413 when one scope's state would be over the limit; the size limit applies to each scope apart.
+ * Returns the size it measured (the append metrics report it).
+ */
+export function assertStateWithinLimit(limits: Limits, scope: StoredScope, state: JsonObject, serialized?: string): number {
   // `serialized`: the state's JSON when the caller has it already (it is about to write it).
   const stateBytes = serialized === undefined ? jsonBytes(state) : Buffer.byteLength(serialized, 'utf8');
-  if (stateBytes <= limits.stateBytes) return;
+  if (stateBytes <= limits.stateBytes) return stateBytes;
   throw new AppError('LimitExceeded.State', `The ${SCOPE_NAMES[scope]} state would be ${stateBytes} bytes serialized; the limit is ${limits.stateBytes}. Nothing was changed.`, {
     details: { scope, stateBytes, limit: limits.stateBytes },
   });
