@@ -28,7 +28,7 @@ import { openDatabase } from '../src/db/connect.js';
 import { migrateToLatest } from '../src/db/migrate.js';
 import type { DB } from '../src/db/schema.js';
 import { authenticate, createAccount } from '../src/modules/accounts/accounts.service.js';
-import { appendEvents } from '../src/modules/events/events.service.js';
+import { appendEvents } from '../src/modules/events/append.service.js';
 import { freePort, rssOfProcess, startServer, stopServer, waitReady } from './server-process.js';
 import { createBenchDatabase, percentile, rssMiB } from './support.js';
 

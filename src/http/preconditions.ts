@@ -21,7 +21,12 @@ export function parseIfMatch(header: string | string[] | undefined): number[] | 
 /** Throws 412 with the current revision when the caller's If-Match does not name it. */
 export function assertIfMatch(ifMatch: number[] | '*' | undefined, currentRevision: number): void {
   if (ifMatch === undefined || ifMatch === '*' || ifMatch.includes(currentRevision)) return;
-  throw new AppError('FailedOperation.PreconditionFailed', `If-Match does not match the current revision ${currentRevision}.`, {
+  throw preconditionFailed(currentRevision);
+}
+
+/** The 412 of a failed If-Match, with the current revision (and its ETag) for the caller to retry from. */
+export function preconditionFailed(currentRevision: number): AppError {
+  return new AppError('FailedOperation.PreconditionFailed', `If-Match does not match the current revision ${currentRevision}.`, {
     details: { currentRevision },
     headers: { etag: etagOf(currentRevision) },
   });

@@ -4,7 +4,7 @@ import type { AppMetrics } from '../../lib/metrics-registry.js';
 import { jsonBytes } from '../../lib/json-measure.js';
 import { type StoredScope, scopesTouched } from '../state/scoped-state.js';
 import type { AppendEventsBody } from './events.schemas.js';
-import type { AppendEventsResult } from './events.service.js';
+import type { AppendEventsResult } from './append.service.js';
 
 export function recordAppend(metrics: AppMetrics['appends'], body: AppendEventsBody, result: AppendEventsResult): void {
   if (result.replayOnly) {

@@ -14,7 +14,8 @@ import {
   appendEventsBody,
   appendEventsValidatorCompiler,
 } from './events.schemas.js';
-import { appendEvents, getSessionEvent, listSessionEvents } from './events.service.js';
+import { appendEvents } from './append.service.js';
+import { getSessionEvent, listSessionEvents } from './events.service.js';
 
 const EVENTS = '/spaces/:spaceId/users/:userId/sessions/:sessionId/events';
 
@@ -25,6 +26,8 @@ export async function eventsRoutes(app: ZodApp, { db, limits, metrics }: AppDeps
       config: { action: 'session:AppendEvent' },
       // Picks the single or batch shape by the `events` key, so errors name the real field.
       validatorCompiler: appendEventsValidatorCompiler(limits.batchEvents),
+      // The answer is built by the typed view functions from what was written (view-serializer.ts).
+      serializerCompiler: viewSerializerCompiler,
       schema: {
         tags: ['events'],
         summary: 'Append one event or an atomic batch',

@@ -8,12 +8,12 @@ import { AppError, invalidParameter } from '../../errors.js';
 import { decodePageToken, encodePageToken } from '../../http/page-token.js';
 import { assertIfMatch, etagOf } from '../../http/preconditions.js';
 import { newSessionId } from '../../lib/ids.js';
-import { jsonBytes } from '../../lib/json-measure.js';
 import { findSpaceOrThrow } from '../spaces/space-lookup.js';
+import { assertStateWithinLimit, lockSharedStates, saveSharedStates } from '../state/shared-state.js';
 import { applyMergePatch } from '../state/merge-patch.js';
-import { type ScopedStates, type StoredScope, applyScopedDelta, scopesTouched, splitByScope } from '../state/scoped-state.js';
+import { applyScopedDelta, scopesTouched, splitByScope } from '../state/scoped-state.js';
 import { type Metadata, metadataIssues } from './metadata-rules.js';
-import { type SessionView, type SharedStates, toSessionView } from './session.model.js';
+import { type SessionView, toSessionView } from './session.model.js';
 import type { CreateSessionInput, ListSessionsQuery, ModifySessionInput } from './sessions.schemas.js';
 import {
   type ExpirySetting,
@@ -28,11 +28,6 @@ import {
   insertSessionIfAbsent,
   listSessionRows,
   lockSession,
-  lockSpaceState,
-  lockUserState,
-  readSharedStates,
-  saveSpaceState,
-  saveUserState,
   updateSessionRow,
 } from './sessions.repository.js';
 
@@ -123,69 +118,6 @@ export async function readSessionView(db: Database | Transaction<DB>, key: Sessi
 
 function sessionViewOf(row: SessionRow & { user_state: JsonObject; app_state: JsonObject }): SessionView {
   return toSessionView(row, { user: row.user_state, app: row.app_state });
-}
-
-/**
- * The user's and the space's state for a transaction that holds the session row (or has just
- * inserted it). The scopes it will write are locked, always in the order user then space, so that
- * writers touching both scopes cannot deadlock; the others are read without a lock.
- */
-export async function lockSharedStates(trx: Transaction<DB>, user: UserKey, writing: ReadonlySet<StoredScope>): Promise<SharedStates> {
-  const { user: userState, app: appState } = await lockWrittenSharedStates(trx, user, writing);
-  if (userState !== undefined && appState !== undefined) return { user: userState, app: appState };
-  const read = await readSharedStates(trx, user);
-  if (!read) throw new AppError('ResourceNotFound.SessionSpace', `Session space ${user.spaceId} was not found.`);
-  return { user: userState ?? read.user, app: appState ?? read.app };
-}
-
-/**
- * Only the locking half of lockSharedStates: the user's and the space's state rows that `writing`
- * names, locked in the same order; the scopes not written are left out (an append reads them in
- * its write statement instead of a round trip of their own).
- */
-export async function lockWrittenSharedStates(trx: Transaction<DB>, user: UserKey, writing: ReadonlySet<StoredScope>): Promise<Partial<SharedStates>> {
-  const locked: Partial<SharedStates> = {};
-  if (writing.has('user')) locked.user = await lockUserState(trx, user);
-  if (writing.has('app')) locked.app = await lockSpaceState(trx, user.accountId, user.spaceId);
-  return locked;
-}
-
-/**
- * Writes the user's and the space's state where they changed, after checking each against the state
- * size limit (413, and the caller's transaction rolls back: nothing is written).
- */
-export async function saveSharedStates(
-  trx: Transaction<DB>,
-  limits: Limits,
-  user: UserKey,
-  before: SharedStates,
-  after: ScopedStates,
-): Promise<Partial<Record<keyof SharedStates, number>>> {
-  // Only a changed scope is measured: an unchanged one is not written, and measuring it would
-  // serialize a state of up to MAX_STATE_BYTES on every append for nothing.
-  const userChanged = after.user !== before.user;
-  const appChanged = after.app !== before.app;
-  const bytes: Partial<Record<keyof SharedStates, number>> = {};
-  if (userChanged) bytes.user = assertStateWithinLimit(limits, 'user', after.user);
-  if (appChanged) bytes.app = assertStateWithinLimit(limits, 'app', after.app);
-  if (userChanged) await saveUserState(trx, user, after.user);
-  if (appChanged) await saveSpaceState(trx, user.accountId, user.spaceId, after.app);
-  return bytes;
-}
-
-const SCOPE_NAMES: Record<StoredScope, string> = { session: 'session', user: "user's", app: "space's (app)" };
-
-/**
- * 413 when one scope's state would be over the limit; the size limit applies to each scope apart.
- * Returns the size it measured (the append metrics report it).
- */
-export function assertStateWithinLimit(limits: Limits, scope: StoredScope, state: JsonObject, serialized?: string): number {
-  // `serialized`: the state's JSON when the caller has it already (it is about to write it).
-  const stateBytes = serialized === undefined ? jsonBytes(state) : Buffer.byteLength(serialized, 'utf8');
-  if (stateBytes <= limits.stateBytes) return stateBytes;
-  throw new AppError('LimitExceeded.State', `The ${SCOPE_NAMES[scope]} state would be ${stateBytes} bytes serialized; the limit is ${limits.stateBytes}. Nothing was changed.`, {
-    details: { scope, stateBytes, limit: limits.stateBytes },
-  });
 }
 
 export async function modifySession(db: Database, key: SessionKey, input: ModifySessionInput, ifMatch: IfMatch): Promise<SessionView> {

@@ -4,7 +4,7 @@
 import { z } from 'zod';
 import type { Limits } from '../../config.js';
 import { Identifier, JsonObject, SpaceId, Timestamp, TimestampInput } from '../../http/schemas.js';
-import { jsonBytes, jsonDepth } from '../../lib/json-measure.js';
+import { jsonBytes, jsonDepth, stateBytes } from '../../lib/json-measure.js';
 import { Event } from '../events/event.model.js';
 import { EventInput } from '../events/events.schemas.js';
 import { metadataIssues } from '../sessions/metadata-rules.js';
@@ -75,7 +75,7 @@ const ImportedEvent = EventInput.extend({
 
 export type ImportedEventValue = z.infer<typeof ImportedEvent>;
 
-const stateRule = (limit: number) => (value: Record<string, unknown>) => jsonBytes(value) <= limit;
+const stateRule = (limit: number) => (value: Record<string, unknown>) => stateBytes(value) <= limit;
 
 export function importSchemas(limits: Limits) {
   const stateMessage = `must be at most ${limits.stateBytes} bytes serialized`;

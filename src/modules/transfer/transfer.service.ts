@@ -13,7 +13,7 @@ import type { Database } from '../../db/connect.js';
 import type { EventsTable, JsonObject } from '../../db/schema.js';
 import { AppError } from '../../errors.js';
 import { canonicalJson, sha256 } from '../../lib/canonical-json.js';
-import { jsonBytes } from '../../lib/json-measure.js';
+import { stateBytes } from '../../lib/json-measure.js';
 import { type EventView, toEventView } from '../events/event.model.js';
 import { type SessionView, toSessionView } from '../sessions/session.model.js';
 import { APP_PREFIX, USER_PREFIX } from '../state/scoped-state.js';
@@ -169,7 +169,7 @@ function toEventRow(key: SessionKey, event: ImportedEventValue): Insertable<Even
 }
 
 function assertStateSize(limits: Limits, state: JsonObject, owner: 'user' | 'space'): void {
-  const bytes = jsonBytes(state);
+  const bytes = stateBytes(state);
   if (bytes <= limits.stateBytes) return;
   throw new AppError('LimitExceeded.State', `Merging the document's scoped state would make the ${owner} state ${bytes} bytes; the limit is ${limits.stateBytes}. Nothing was imported.`, {
     details: { stateBytes: bytes, limit: limits.stateBytes },

@@ -1,0 +1,173 @@
+// The pure half of an append (no I/O): everything decided from the request alone before the
+// database is reached, what is sent to append_events(), and, for a retry, which events of the
+// request replay stored ones. Unit-tested in test/unit/append-plan.test.ts.
+import type { Limits } from '../../config.js';
+import type { EventRow, JsonObject } from '../../db/schema.js';
+import { AppError } from '../../errors.js';
+import { canonicalJson, sha256 } from '../../lib/canonical-json.js';
+import { newEventId } from '../../lib/ids.js';
+import { jsonBytes, jsonDepth } from '../../lib/json-measure.js';
+import { type StoredScope, splitByScope, withoutTempKeys } from '../state/scoped-state.js';
+import type { StateDeltaMode } from '../state/state-delta.js';
+import type { EventViewRow } from './event.model.js';
+import type { AppendEventsBody, EventInputValue } from './events.schemas.js';
+
+/** One event of the request, checked and given its id and payload hash. */
+export interface PreparedEvent {
+  input: EventInputValue;
+  /** The client's eventId, or a new one: every event is sent with an id. */
+  eventId: string;
+  /** How errors name the event: `` for a single event, `events[3].` inside a batch. */
+  field: string;
+  /** SHA-256 of the event's canonical JSON as sent: a retry must resend the same event. */
+  payloadHash: Buffer;
+}
+
+export interface PreparedAppend {
+  events: PreparedEvent[];
+  /** The eventIds the client gave (a retry can only be recognised by those), without repeats. */
+  givenIds: string[];
+  /** The same eventId twice in the request: only the locked path can answer the second as a replay. */
+  repeatsAnId: boolean;
+}
+
+/**
+ * Checks what can be judged from the request alone (delta depth and size, event size) and gives
+ * each event its id and payload hash. Throws the request's 4xx.
+ */
+export function prepareAppend(body: AppendEventsBody, limits: Limits): PreparedAppend {
+  const inputs = 'events' in body ? body.events : [body];
+  const events = inputs.map((input, index) => prepareEvent(input, 'events' in body ? `events[${index}].` : '', limits));
+  const given = events.flatMap((event) => (event.input.eventId === undefined ? [] : [event.input.eventId]));
+  const givenIds = [...new Set(given)];
+  return { events, givenIds, repeatsAnId: givenIds.length !== given.length };
+}
+
+function prepareEvent(input: EventInputValue, field: string, limits: Limits): PreparedEvent {
+  const delta = input.actions?.stateDelta;
+  if (delta !== undefined) {
+    const depth = jsonDepth(delta);
+    if (depth > limits.stateDeltaDepth) {
+      throw invalidStateDelta(`${field}actions.stateDelta`, `is nested ${depth} levels deep; at most ${limits.stateDeltaDepth} are allowed`);
+    }
+    const bytes = jsonBytes(delta);
+    if (bytes > limits.stateDeltaBytes) {
+      throw invalidStateDelta(`${field}actions.stateDelta`, `is ${bytes} bytes serialized; at most ${limits.stateDeltaBytes} are allowed`);
+    }
+  }
+  // The hash covers the event exactly as sent (key order aside).
+  const serialized = canonicalJson(input);
+  const bytes = Buffer.byteLength(serialized, 'utf8');
+  if (bytes > limits.eventBytes) {
+    const name = field ? field.slice(0, -1) : 'The event';
+    throw new AppError('LimitExceeded.Event', `${name} is ${bytes} bytes serialized; the limit is ${limits.eventBytes}.`, {
+      details: { field: field ? field.slice(0, -1) : 'body', eventBytes: bytes, limit: limits.eventBytes },
+    });
+  }
+  return { input, eventId: input.eventId ?? newEventId(), field, payloadHash: sha256(serialized) };
+}
+
+/** One scope's part of an event's delta, as append_events() folds it. */
+export interface ScopedDelta {
+  delta: JsonObject;
+  mode: StateDeltaMode;
+}
+
+/** An event as append_events() takes it (one element of its JSON array argument). */
+export type EventDocument = {
+  eventId: string;
+  author: string;
+  invocationId?: string;
+  content?: unknown;
+  actions?: unknown;
+  metadata?: unknown;
+  extensions?: unknown;
+  errorCode?: string;
+  errorMessage?: string;
+  /** ISO 8601 at millisecond precision; absent: the append's time. */
+  timestamp?: string;
+  payloadHash: string;
+} & Partial<Record<StoredScope, ScopedDelta>>;
+
+/**
+ * The event as stored: `temp:` keys of its delta are never stored, not even in the event (the
+ * payload hash still covers them), and its delta goes to each scope it touches.
+ */
+export function eventDocument(event: PreparedEvent): EventDocument {
+  const { input } = event;
+  const document: EventDocument = { eventId: event.eventId, author: input.author, payloadHash: event.payloadHash.toString('hex') };
+  if (input.invocationId !== undefined) document.invocationId = input.invocationId;
+  if (input.content !== undefined) document.content = input.content;
+  if (input.metadata !== undefined) document.metadata = input.metadata;
+  if (input.extensions !== undefined) document.extensions = input.extensions;
+  if (input.errorCode !== undefined) document.errorCode = input.errorCode;
+  if (input.errorMessage !== undefined) document.errorMessage = input.errorMessage;
+  if (input.timestamp !== undefined) document.timestamp = new Date(input.timestamp).toISOString();
+  const actions = input.actions;
+  if (actions === undefined) return document;
+  const delta = actions.stateDelta as JsonObject | undefined;
+  document.actions = delta === undefined ? actions : { ...actions, stateDelta: withoutTempKeys(delta) };
+  if (delta !== undefined) {
+    const mode = actions.stateDeltaMode ?? 'merge-patch';
+    const parts = splitByScope(delta);
+    for (const scope of ['session', 'user', 'app'] as const) {
+      if (Object.keys(parts[scope]).length > 0) document[scope] = { delta: parts[scope], mode };
+    }
+  }
+  return document;
+}
+
+/** The event a new document became, for the answer: built from what was written, not read back. */
+export function writtenEventRow(document: EventDocument, seq: number, appendTime: Date): EventViewRow {
+  return {
+    seq,
+    event_id: document.eventId,
+    invocation_id: document.invocationId ?? null,
+    author: document.author,
+    content: (document.content as JsonObject | undefined) ?? null,
+    actions: (document.actions as JsonObject | undefined) ?? null,
+    metadata: (document.metadata as JsonObject | undefined) ?? null,
+    extensions: (document.extensions as JsonObject | undefined) ?? null,
+    error_code: document.errorCode ?? null,
+    error_message: document.errorMessage ?? null,
+    event_time: document.timestamp === undefined ? appendTime : new Date(document.timestamp),
+    create_time: appendTime,
+  };
+}
+
+/** Each event of a retried request: a stored event it replays, or the index of a new one. */
+export type ReplayPlan = { answers: ({ stored: EventRow } | { fresh: number })[]; fresh: PreparedEvent[] };
+
+/**
+ * Which events replay a stored one (same eventId and payload; also an eventId earlier in the same
+ * request) and which are new. The same eventId with another payload is a 409.
+ */
+export function planReplays(events: PreparedEvent[], stored: ReadonlyMap<string, EventRow>): ReplayPlan {
+  const answers: ReplayPlan['answers'] = [];
+  const fresh: PreparedEvent[] = [];
+  const seen = new Map<string, { payloadHash: Buffer; answer: ReplayPlan['answers'][number] }>();
+  for (const row of stored.values()) seen.set(row.event_id, { payloadHash: row.payload_hash, answer: { stored: row } });
+  for (const event of events) {
+    const earlier = seen.get(event.eventId);
+    if (earlier) {
+      if (!earlier.payloadHash.equals(event.payloadHash)) throw duplicateEventId(event.eventId, event.field);
+      answers.push(earlier.answer);
+      continue;
+    }
+    const answer = { fresh: fresh.length };
+    fresh.push(event);
+    seen.set(event.eventId, { payloadHash: event.payloadHash, answer });
+    answers.push(answer);
+  }
+  return { answers, fresh };
+}
+
+function duplicateEventId(eventId: string, field: string): AppError {
+  return new AppError('InvalidParameter.EventIdDuplicate', `Event ${eventId} already exists in this session with a different payload.`, {
+    details: { field: `${field}eventId`, eventId },
+  });
+}
+
+function invalidStateDelta(field: string, message: string): AppError {
+  return new AppError('InvalidParameter.StateDelta', `${field}: ${message}.`, { details: { issues: [{ field, message }] } });
+}

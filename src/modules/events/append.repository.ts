@@ -1,0 +1,77 @@
+// The append's statement: one call of append_events() (migrations/0004_append_in_database.sql),
+// and the database's answers to it turned into the API's (the SQLSTATEs it raises, at this
+// boundary).
+import { type Transaction, sql } from 'kysely';
+import type { Database } from '../../db/connect.js';
+import type { DB, JsonObject, JsonValue } from '../../db/schema.js';
+import { AppError } from '../../errors.js';
+import { preconditionFailed } from '../../http/preconditions.js';
+import type { SessionKey } from '../sessions/sessions.repository.js';
+import { stateLimitExceeded } from '../state/shared-state.js';
+import type { StoredScope } from '../state/scoped-state.js';
+import type { EventDocument } from './append-plan.js';
+
+type Executor = Database | Transaction<DB>;
+
+/** The session after the append, with its user's and space's state, and the sizes the limit measured. */
+export interface AppendedSession {
+  title: string;
+  metadata: Record<string, string>;
+  state: JsonObject;
+  memo: JsonValue | null;
+  window_start_seq: number;
+  event_count: number;
+  revision: number;
+  create_time: Date;
+  update_time: Date;
+  expire_time: Date | null;
+  user_state: JsonObject;
+  app_state: JsonObject;
+  session_bytes: number | null;
+  user_bytes: number | null;
+  app_bytes: number | null;
+}
+
+/** append_events() found an eventId of the request already stored (unique violation): nothing was written. */
+export class StoredEventIdError extends Error {
+  override name = 'StoredEventIdError';
+}
+
+const EVENT_ID_CONSTRAINT = 'events_account_id_space_id_user_id_session_id_event_id_key';
+
+/**
+ * Appends the events and applies their deltas in one statement; undefined when the session is
+ * missing or expired. Throws 412 (If-Match), 413 (a state over the limit) or StoredEventIdError.
+ *
+ * Written as SQL text: it runs on every append, and the query builder's compile step cost more CPU
+ * than the rest of the call's client side.
+ */
+export async function appendInDatabase(
+  db: Executor,
+  key: SessionKey,
+  events: EventDocument[],
+  ifMatch: number[] | undefined,
+  stateLimit: number,
+): Promise<AppendedSession | undefined> {
+  try {
+    const result = await sql<AppendedSession>`
+      SELECT * FROM append_events(${key.accountId}, ${key.spaceId}, ${key.userId}, ${key.sessionId},
+                                  ${JSON.stringify(events)}::jsonb, ${ifMatch ?? null}::bigint[], ${stateLimit})
+    `.execute(db);
+    return result.rows[0];
+  } catch (error) {
+    throw translated(error, stateLimit);
+  }
+}
+
+function translated(error: unknown, stateLimit: number): unknown {
+  const { code, detail, constraint } = error as { code?: string; detail?: string; constraint?: string };
+  if (code === '23505' && constraint === EVENT_ID_CONSTRAINT) return new StoredEventIdError('an eventId of the request is already stored');
+  if (code === 'AS412' && detail) return preconditionFailed(Number(detail));
+  if (code === 'AS413' && detail) {
+    const { scope, stateBytes } = JSON.parse(detail) as { scope: StoredScope; stateBytes: number };
+    return stateLimitExceeded(scope, stateBytes, stateLimit);
+  }
+  if (code === 'AS412' || code === 'AS413') return new AppError('InternalError', 'The append was refused with an unreadable reason.');
+  return error;
+}

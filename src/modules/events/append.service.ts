@@ -1,0 +1,118 @@
+// Appending events (SPEC §4.2–4.4): seq assignment, state deltas, size limits, If-Match and the
+// session update happen all together or not at all.
+//
+// Round trips of an append (after authentication):
+// - usually ONE: the call of append_events(), which updates the session row (taking its lock),
+//   merges the deltas into the session, user and space states in the database, checks the limits
+//   and If-Match, and inserts the events (append.repository.ts);
+// - a retry (an eventId already stored), the same eventId twice in one request, or a refusal
+//   (412/413) of a request that names eventIds takes the locked path: BEGIN, the session lock, the
+//   stored events of the request's ids, then append_events() for the events that are new (or the
+//   shared states, when every event is a replay), COMMIT. Retries are rare; they pay for themselves.
+// - a missing session costs one more query to tell a missing space (404 SessionSpace) from it.
+import type { Limits } from '../../config.js';
+import type { Database } from '../../db/connect.js';
+import type { EventRow } from '../../db/schema.js';
+import { AppError } from '../../errors.js';
+import { type SessionView, toSessionView } from '../sessions/session.model.js';
+import { findSpaceOrThrow } from '../spaces/space-lookup.js';
+import type { StoredScope } from '../state/scoped-state.js';
+import { lockSharedStates } from '../state/shared-state.js';
+import { type PreparedEvent, eventDocument, planReplays, prepareAppend, writtenEventRow } from './append-plan.js';
+import { type AppendedSession, StoredEventIdError, appendInDatabase } from './append.repository.js';
+import { type EventView, toEventView } from './event.model.js';
+import { type SessionKey, findEventsByEventIds, lockSessionForUpdate } from './events.repository.js';
+import type { AppendEventsBody } from './events.schemas.js';
+
+export interface AppendEventsResult {
+  /** true when every event of the request was already stored (a retry): nothing was written. */
+  replayOnly: boolean;
+  /** How many of `events` this request stored: they hold the session's newest seq numbers. */
+  writtenCount: number;
+  /** The serialized size of each state this request wrote, as the size limit measured it. */
+  stateBytes: Partial<Record<StoredScope, number>>;
+  events: EventView[];
+  session: SessionView;
+}
+
+type IfMatch = number[] | '*' | undefined;
+
+export async function appendEvents(db: Database, limits: Limits, key: SessionKey, body: AppendEventsBody, ifMatch: IfMatch): Promise<AppendEventsResult> {
+  const prepared = prepareAppend(body, limits);
+  if (!prepared.repeatsAnId) {
+    try {
+      return await appendNew(db, limits, key, prepared.events, ifMatch);
+    } catch (error) {
+      // A retry is answered even where a new append would be refused (If-Match, limits): the
+      // locked path decides, once the stored events are known.
+      if (!(error instanceof StoredEventIdError || (prepared.givenIds.length > 0 && isRefusal(error)))) throw error;
+    }
+  }
+  return appendUnderLock(db, limits, key, prepared.events, prepared.givenIds, ifMatch);
+}
+
+/** Every event is new (as far as the request knows): one statement. */
+async function appendNew(db: Database, limits: Limits, key: SessionKey, events: PreparedEvent[], ifMatch: IfMatch): Promise<AppendEventsResult> {
+  const documents = events.map(eventDocument);
+  const session = await appendInDatabase(db, key, documents, revisionsOf(ifMatch), limits.stateBytes);
+  if (!session) throw await sessionNotFound(db, key);
+  const firstSeq = session.event_count - documents.length + 1;
+  const written = documents.map((document, index) => toEventView(writtenEventRow(document, firstSeq + index, session.update_time)));
+  return appended(key, session, written, documents.length);
+}
+
+/**
+ * Under the session's lock: which events of the request are stored already (replays), and the
+ * append of the others. The lock is taken first, so the lookup sees every earlier append.
+ */
+async function appendUnderLock(
+  db: Database,
+  limits: Limits,
+  key: SessionKey,
+  events: PreparedEvent[],
+  givenIds: string[],
+  ifMatch: IfMatch,
+): Promise<AppendEventsResult> {
+  return db.transaction().execute(async (trx) => {
+    const locked = await lockSessionForUpdate(trx, key);
+    if (!locked) throw await sessionNotFound(trx, key);
+    const stored = new Map((await findEventsByEventIds(trx, key, givenIds)).map((row) => [row.event_id, row]));
+    const plan = planReplays(events, stored);
+    if (plan.fresh.length === 0) {
+      // A pure retry writes nothing, so If-Match is not held against it: the caller's earlier
+      // attempt (the one whose answer was lost) is what moved the revision on.
+      const shared = await lockSharedStates(trx, key, new Set());
+      const answers = plan.answers.map((answer) => toEventView((answer as { stored: EventRow }).stored));
+      return { replayOnly: true, writtenCount: 0, stateBytes: {}, events: answers, session: toSessionView(locked, shared) };
+    }
+    const documents = plan.fresh.map(eventDocument);
+    const session = await appendInDatabase(trx, key, documents, revisionsOf(ifMatch), limits.stateBytes);
+    if (!session) throw new AppError('InternalError', 'The session vanished while it was locked.');
+    const firstSeq = session.event_count - documents.length + 1;
+    const answers = plan.answers.map((answer) =>
+      'stored' in answer ? toEventView(answer.stored) : toEventView(writtenEventRow(documents[answer.fresh]!, firstSeq + answer.fresh, session.update_time)),
+    );
+    return appended(key, session, answers, documents.length);
+  });
+}
+
+function appended(key: SessionKey, session: AppendedSession, events: EventView[], writtenCount: number): AppendEventsResult {
+  const stateBytes: AppendEventsResult['stateBytes'] = {};
+  if (session.session_bytes !== null) stateBytes.session = session.session_bytes;
+  if (session.user_bytes !== null) stateBytes.user = session.user_bytes;
+  if (session.app_bytes !== null) stateBytes.app = session.app_bytes;
+  const row = { account_id: key.accountId, space_id: key.spaceId, user_id: key.userId, session_id: key.sessionId, ...session };
+  return { replayOnly: false, writtenCount, stateBytes, events, session: toSessionView(row, { user: session.user_state, app: session.app_state }) };
+}
+
+const isRefusal = (error: unknown) =>
+  error instanceof AppError && (error.code === 'FailedOperation.PreconditionFailed' || error.code === 'LimitExceeded.State');
+
+/** `*` asks only that the session exists, which the append checks anyway. */
+const revisionsOf = (ifMatch: IfMatch): number[] | undefined => (ifMatch === '*' ? undefined : ifMatch);
+
+/** A missing or expired session is a 404; so is the session of an unknown (or another account's) space. */
+async function sessionNotFound(db: Parameters<typeof findSpaceOrThrow>[0], key: SessionKey): Promise<AppError> {
+  await findSpaceOrThrow(db, key.accountId, key.spaceId);
+  return new AppError('ResourceNotFound.Session', `Session ${key.sessionId} of user ${key.userId} was not found.`);
+}

@@ -1,0 +1,108 @@
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_LIMITS } from '../../src/config.js';
+import type { EventRow } from '../../src/db/schema.js';
+import { AppError } from '../../src/errors.js';
+import { canonicalJson, sha256 } from '../../src/lib/canonical-json.js';
+import { eventDocument, planReplays, prepareAppend, writtenEventRow } from '../../src/modules/events/append-plan.js';
+
+const limits = { ...DEFAULT_LIMITS, stateDeltaBytes: 100, stateDeltaDepth: 3, eventBytes: 2048 };
+
+function storedRow(eventId: string, payload: unknown, seq: number): EventRow {
+  return {
+    account_id: 'a', space_id: 's', user_id: 'u', session_id: 'x', seq, event_id: eventId, invocation_id: null, author: 'user',
+    content: null, actions: null, metadata: null, extensions: null, error_code: null, error_message: null,
+    event_time: new Date(0), create_time: new Date(0), payload_hash: sha256(canonicalJson(payload)),
+  };
+}
+
+function errorOf(run: () => unknown): AppError {
+  try {
+    run();
+  } catch (error) {
+    if (error instanceof AppError) return error;
+    throw error;
+  }
+  throw new Error('expected an AppError');
+}
+
+describe('prepareAppend', () => {
+  it('gives every event an id, keeps the given ones, and hashes the event as sent, key order aside', () => {
+    const { events, givenIds, repeatsAnId } = prepareAppend({ events: [{ author: 'user' }, { eventId: 'e-1', author: 'agent', metadata: { b: 1, a: 2 } }] }, limits);
+    expect(events[0]!.eventId).toMatch(/\S/);
+    expect(events[1]!.eventId).toBe('e-1');
+    expect(events[1]!.payloadHash.equals(sha256(canonicalJson({ author: 'agent', eventId: 'e-1', metadata: { a: 2, b: 1 } })))).toBe(true);
+    expect(givenIds).toEqual(['e-1']);
+    expect(repeatsAnId).toBe(false);
+    expect(events.map((e) => e.field)).toEqual(['events[0].', 'events[1].']);
+  });
+
+  it('notices the same eventId twice in one request', () => {
+    const prepared = prepareAppend({ events: [{ eventId: 'x', author: 'a' }, { eventId: 'x', author: 'a' }] }, limits);
+    expect(prepared).toMatchObject({ givenIds: ['x'], repeatsAnId: true });
+  });
+
+  it('refuses a delta nested too deep or too large, and an event too large, naming the field', () => {
+    const deep = errorOf(() => prepareAppend({ events: [{ author: 'a' }, { author: 'a', actions: { stateDelta: { a: { b: { c: { d: 1 } } } } } }] }, limits));
+    expect(deep.code).toBe('InvalidParameter.StateDelta');
+    expect(deep.message).toContain('events[1].actions.stateDelta');
+    const large = errorOf(() => prepareAppend({ author: 'a', actions: { stateDelta: { k: 'x'.repeat(200) } } }, limits));
+    expect(large.code).toBe('InvalidParameter.StateDelta');
+    expect(large.message).toContain('actions.stateDelta: is 208 bytes serialized');
+    const event = errorOf(() => prepareAppend({ author: 'a', errorMessage: 'x'.repeat(3000) }, limits));
+    expect(event.code).toBe('LimitExceeded.Event');
+    expect(event.details).toMatchObject({ field: 'body', limit: 2048 });
+  });
+});
+
+describe('eventDocument', () => {
+  it('splits the delta by scope with its mode, and stores no temp: key', () => {
+    const [event] = prepareAppend(
+      { author: 'a', actions: { stateDelta: { n: 1, 'user:u': 2, 'app:p': null, 'temp:t': 3 }, stateDeltaMode: 'replace' } },
+      limits,
+    ).events;
+    const document = eventDocument(event!);
+    expect(document.session).toEqual({ delta: { n: 1 }, mode: 'replace' });
+    expect(document.user).toEqual({ delta: { 'user:u': 2 }, mode: 'replace' });
+    expect(document.app).toEqual({ delta: { 'app:p': null }, mode: 'replace' });
+    expect(document.actions).toEqual({ stateDelta: { n: 1, 'user:u': 2, 'app:p': null }, stateDeltaMode: 'replace' });
+  });
+
+  it('leaves out the scopes a delta does not touch and what the event does not have', () => {
+    const [event] = prepareAppend({ eventId: 'e', author: 'a', actions: { stateDelta: { 'temp:only': 1 } } }, limits).events;
+    const document = eventDocument(event!);
+    expect(Object.keys(document).sort()).toEqual(['actions', 'author', 'eventId', 'payloadHash']);
+    expect(document.actions).toEqual({ stateDelta: {} });
+    expect(document.payloadHash).toBe(event!.payloadHash.toString('hex'));
+  });
+
+  it('writes the timestamp at millisecond precision, and the answer row takes the append time without one', () => {
+    const [withTime, without] = prepareAppend({ events: [{ author: 'a', timestamp: '2026-01-02T03:04:05.678901Z' }, { author: 'b' }] }, limits).events;
+    const appendTime = new Date('2026-12-01T00:00:00.000Z');
+    expect(eventDocument(withTime!).timestamp).toBe('2026-01-02T03:04:05.678Z');
+    expect(writtenEventRow(eventDocument(withTime!), 7, appendTime)).toMatchObject({ seq: 7, event_time: new Date('2026-01-02T03:04:05.678Z'), create_time: appendTime });
+    expect(writtenEventRow(eventDocument(without!), 8, appendTime)).toMatchObject({ seq: 8, event_time: appendTime, author: 'b', content: null });
+  });
+});
+
+describe('planReplays', () => {
+  it('answers a stored event with the same payload, and an id earlier in the request, without writing them again', () => {
+    const body = { events: [{ eventId: 'old', author: 'user' }, { eventId: 'new', author: 'user' }, { eventId: 'new', author: 'user' }] };
+    const { events } = prepareAppend(body, limits);
+    const stored = storedRow('old', { eventId: 'old', author: 'user' }, 4);
+    const plan = planReplays(events, new Map([['old', stored]]));
+    expect(plan.fresh.map((e) => e.eventId)).toEqual(['new']);
+    expect(plan.answers).toEqual([{ stored }, { fresh: 0 }, { fresh: 0 }]);
+  });
+
+  it('is a 409 naming the field when a stored eventId comes with another payload', () => {
+    const { events } = prepareAppend({ events: [{ author: 'x' }, { eventId: 'old', author: 'someone else' }] }, limits);
+    const error = errorOf(() => planReplays(events, new Map([['old', storedRow('old', { eventId: 'old', author: 'user' }, 1)]])));
+    expect(error.code).toBe('InvalidParameter.EventIdDuplicate');
+    expect(error.details).toEqual({ field: 'events[1].eventId', eventId: 'old' });
+  });
+
+  it('is a 409 when the same eventId comes twice in one request with different payloads', () => {
+    const { events } = prepareAppend({ events: [{ eventId: 'x', author: 'a' }, { eventId: 'x', author: 'b' }] }, limits);
+    expect(errorOf(() => planReplays(events, new Map())).code).toBe('InvalidParameter.EventIdDuplicate');
+  });
+});
