@@ -1,22 +1,29 @@
-// Read latency against data size (issue 5): describe a session, list sessions with a metadata
-// filter in a space of 1,000,000 sessions (and, for flatness, in a small space), list events and
-// read the context of sessions with 100 / 10,000 / 100,000 events. Each case is read N times
-// through the application (app.inject: authentication, validation, the service, serialization) and,
-// as a baseline in the same run, the very statements the application issued for it (captured from
-// Kysely, authentication included) are replayed straight through pg. Then every statement is run
-// under EXPLAIN (ANALYZE, BUFFERS) with its real parameters; a sequential scan of sessions or
-// events is flagged.
+// Read latency against data size (issues 5 and 9): describe a session, list sessions with a
+// metadata filter in a space of 1,000,000 sessions (and, for flatness, in a small space), list
+// events and read the context (maxEvents=50) of sessions with 100 / 10,000 / 100,000 events.
+// Each case is read N times, sequentially, from the real server (a child process running
+// src/server.ts) over one kept-alive HTTP connection, and in the same rounds (interleaved, so all
+// meet the same moments of a noisy machine) through `pg` on one connection:
+//   - raw: the least SQL that reads the same rows (describe: the session row by primary key;
+//     context: that and the newest 50 events, ORDER BY seq DESC LIMIT 50), no authentication.
+//     This is the baseline of issue 9: service p50 ÷ raw p50 should stay ≤ 2, flat across sizes;
+//   - replay: the very statements the service issued for the case (recorded from Kysely in an
+//     in-process app, authentication included when it queries), for every case.
+// Then every recorded statement is run under EXPLAIN (ANALYZE, BUFFERS) with its real parameters;
+// a sequential scan of sessions or events is flagged.
 //
 //   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench:read
 //
 // Creates and drops its own database (BENCH_KEEP=1 keeps it, to look at plans by hand).
-// Environment: BENCH_N (reads per case, default 300), BENCH_SESSIONS (sessions in the big space,
+// Environment: BENCH_READ_CASES (a comma-separated choice of describe, context, events, sessions;
+// default all four: without `sessions` no big space is seeded, and the ratios take seconds to
+// measure), BENCH_N (reads per case, default 300), BENCH_SESSIONS (sessions in the big space,
 // default 1,000,000), BENCH_SMALL_SESSIONS (default 10,000), BENCH_EVENT_SIZES (default
 // 100,10000,100000), BENCH_PAGE_DEPTH (which page of a session list is "a later page", default 10),
 // BENCH_PLANS=full to print every plan in full (default: full plans for sessions and events
 // statements, one line for the others).
+import type { ChildProcess } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
-import type { FastifyInstance } from 'fastify';
 import { type CompiledQuery, Kysely, type LogEvent, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { buildApp } from '../src/app.js';
@@ -25,8 +32,15 @@ import { openDatabase } from '../src/db/connect.js';
 import { migrateToLatest } from '../src/db/migrate.js';
 import type { DB } from '../src/db/schema.js';
 import { createAccount } from '../src/modules/accounts/accounts.service.js';
-import { type Latency, createBenchDatabase, rssMiB, time } from './support.js';
+import { type HttpClient, keepAliveClient } from './http-client.js';
+import { freePort, rssOfProcess, startServer, stopServer, waitReady } from './server-process.js';
+import { type Latency, createBenchDatabase, rssMiB, timeInterleaved } from './support.js';
 
+const CASE_GROUPS = ['describe', 'context', 'events', 'sessions'] as const;
+type CaseGroup = (typeof CASE_GROUPS)[number];
+const SELECTED = new Set((process.env.BENCH_READ_CASES ?? CASE_GROUPS.join(',')).split(',').map((name) => name.trim()));
+for (const name of SELECTED) if (!(CASE_GROUPS as readonly string[]).includes(name)) throw new Error(`BENCH_READ_CASES: unknown case ${name} (known: ${CASE_GROUPS.join(', ')})`);
+const selected = (group: CaseGroup) => SELECTED.has(group);
 const N = Number(process.env.BENCH_N ?? 300);
 const BIG_SESSIONS = Number(process.env.BENCH_SESSIONS ?? 1_000_000);
 const SMALL_SESSIONS = Number(process.env.BENCH_SMALL_SESSIONS ?? 10_000);
@@ -43,6 +57,7 @@ const SELECTIVE_FILTER = 'example.com/agent-id=agent-0';
 // Matches 90% of a space: the opposite case, where walking the time index and filtering is best.
 const BROAD_FILTER = 'env=prod';
 const EVENTS_USER = 'bench-events';
+const CONTEXT_EVENTS = 50;
 
 /**
  * `count` sessions of `count / SESSIONS_PER_USER` users, each with an agent id (SESSIONS_PER_AGENT
@@ -74,19 +89,30 @@ const FILL_EVENTS = `
          sha256(g::text::bytea)
   FROM generate_series(1, $5) AS g`;
 
+/**
+ * The raw reads of issue 9's baseline: the same rows as the service reads, by primary key, with
+ * nothing else (no authentication, no shared state). They follow the schema, not the service: if
+ * the session key changes in a migration, these change with it.
+ */
+const RAW_SESSION = 'SELECT * FROM sessions WHERE account_id = $1 AND space_id = $2 AND user_id = $3 AND session_id = $4';
+const RAW_NEWEST_EVENTS = 'SELECT * FROM events WHERE account_id = $1 AND space_id = $2 AND user_id = $3 AND session_id = $4 ORDER BY seq DESC LIMIT $5';
+
 interface Case {
   group: string;
   size: string;
   url: string;
   /** Throws unless the answer is the one this case is about (so a broken read is not timed). */
   check(body: Record<string, unknown>): void;
+  /** The raw read of the same rows, for the cases issue 9 sets a target for. */
+  raw?: (client: pg.PoolClient) => Promise<void>;
 }
 
 interface Result {
   group: string;
   size: string;
-  app: Latency;
-  pg: Latency;
+  service: Latency;
+  raw?: Latency;
+  replay: Latency;
   statements: number;
   indexes: string;
 }
@@ -94,8 +120,8 @@ interface Result {
 async function main(): Promise<void> {
   const { name, url, drop } = await createBenchDatabase();
   const handle = await openDatabase({ kind: 'postgres', url, poolMax: 4, statementTimeoutMs: 600_000, connectTimeoutMs: 10_000 });
-  // A second Kysely over the same pool (same type parsers) that records every statement, for a
-  // second app instance used once per case: what it recorded is the baseline and what is explained.
+  // A Kysely over the same pool (same type parsers) that records every statement, for an
+  // in-process app used once per case: what it recorded is the replay baseline and what is explained.
   let recording: CompiledQuery[] | undefined;
   const recorder = new Kysely<DB>({
     dialect: new PostgresDialect({ pool: handle.pool }),
@@ -104,108 +130,147 @@ async function main(): Promise<void> {
     },
   });
   const raw = new pg.Pool({ connectionString: url, max: 1 });
+  let server: ChildProcess | undefined;
+  let http: HttpClient | undefined;
   try {
     await migrateToLatest(handle.db);
     const account = await createAccount(handle.db, 'bench');
-    const limits = { ...DEFAULT_LIMITS, rateLimitMax: 0 };
-    const app = await buildApp({ db: handle.db, pool: handle.pool, limits });
-    const tracer = await buildApp({ db: recorder, limits });
-    await Promise.all([app.ready(), tracer.ready()]);
+    const tracer = await buildApp({ db: recorder, limits: { ...DEFAULT_LIMITS, rateLimitMax: 0 } });
+    await tracer.ready();
+    const port = await freePort();
+    // The longest keep-alive the server allows, so the one connection outlives the EXPLAIN pauses.
+    server = startServer(url, port, { env: { HTTP_KEEP_ALIVE_TIMEOUT_MS: '5000' } });
+    const base = `http://127.0.0.1:${port}`;
+    await waitReady(base, server);
     const headers = { authorization: `Bearer ${account.rootCredential.token}` };
-    const get = async (target: FastifyInstance, path: string) => {
-      const res = await target.inject({ method: 'GET', url: path, headers });
+    const client = keepAliveClient(base, headers);
+    http = client;
+    const get = async (path: string) => {
+      const res = await client.request('GET', path);
+      if (res.status !== 200) throw new Error(`GET ${path}: ${res.status} ${res.body.slice(0, 300)}`);
+      return JSON.parse(res.body) as Record<string, unknown>;
+    };
+    const trace = async (path: string) => {
+      const res = await tracer.inject({ method: 'GET', url: path, headers });
       if (res.statusCode !== 200) throw new Error(`GET ${path}: ${res.statusCode} ${res.body.slice(0, 300)}`);
       return res.json() as Record<string, unknown>;
     };
 
-    console.log(`PostgreSQL ${(await raw.query('SHOW server_version')).rows[0].server_version}, database ${name}, N=${N} reads per case (after 50 warm-up reads)`);
+    console.log(`PostgreSQL ${(await raw.query('SHOW server_version')).rows[0].server_version}, database ${name}, cases ${[...SELECTED].join(', ')}, N=${N} reads per case (after 50 warm-up reads)`);
     const bigSpace = account.defaultSpaceId;
-    const created = await app.inject({ method: 'POST', url: '/v1/spaces', headers, payload: { name: 'small' } });
-    if (created.statusCode !== 201) throw new Error(`create space: ${created.statusCode} ${created.body}`);
-    const smallSpace = (created.json() as { spaceId: string }).spaceId;
-
-    await seedSpaces(raw, account.accountId, [
-      [bigSpace, BIG_SESSIONS],
-      [smallSpace, SMALL_SESSIONS],
-    ]);
-    for (const size of EVENT_SIZES) await seedEvents(app, raw, headers, account.accountId, bigSpace, size);
+    // Without the list cases, one space of BENCH_SMALL_SESSIONS is enough to describe a session in.
+    const bigCount = selected('sessions') ? BIG_SESSIONS : SMALL_SESSIONS;
+    const spaces: [string, number][] = [[bigSpace, bigCount]];
+    let smallSpace: string | undefined;
+    if (selected('sessions')) {
+      const created = await client.request('POST', '/v1/spaces', { name: 'small' });
+      if (created.status !== 201) throw new Error(`create space: ${created.status} ${created.body}`);
+      smallSpace = (JSON.parse(created.body) as { spaceId: string }).spaceId;
+      spaces.push([smallSpace, SMALL_SESSIONS]);
+    }
+    if (selected('describe') || selected('sessions')) await seedSpaces(raw, account.accountId, spaces);
+    const eventSizes = selected('events') || selected('context') ? EVENT_SIZES : [];
+    for (const size of eventSizes) await seedEvents(client, raw, account.accountId, bigSpace, size);
     const vacuumStart = performance.now();
     // What autovacuum would have done by now: statistics, and the visibility map.
     await raw.query('VACUUM ANALYZE sessions, space_users, events');
     // Writes out what the load dirtied now rather than during the first timed reads.
     await raw.query('CHECKPOINT').catch((error: Error) => console.log(`CHECKPOINT skipped: ${error.message}`));
-    console.log(`VACUUM ANALYZE and CHECKPOINT in ${seconds(vacuumStart)} s; RSS ${rssMiB()} MiB after seeding`);
+    console.log(`VACUUM ANALYZE and CHECKPOINT in ${seconds(vacuumStart)} s; RSS ${rssMiB()} MiB (bench), ${rssOfProcess(server.pid!).toFixed(1)} MiB (server) after seeding`);
 
     const cases: Case[] = [];
-    const sessionsOf = (space: string, filter: string) => `/v1/spaces/${space}/sessions?metadata=${encodeURIComponent(filter)}`;
-    const expectSessions = (min: number) => (body: Record<string, unknown>) => {
-      if (!Array.isArray(body.sessions) || body.sessions.length < min) throw new Error(`expected ≥${min} sessions, got ${JSON.stringify(body).slice(0, 200)}`);
-    };
-    cases.push({
-      group: 'describe session',
-      size: `${BIG_SESSIONS} sessions`,
-      url: `/v1/spaces/${bigSpace}/users/user-1/sessions/sess-1`,
-      check: (body) => void (body.sessionId === 'sess-1' || fail('describe', body)),
-    });
-    for (const [space, count] of [
-      [smallSpace, SMALL_SESSIONS],
-      [bigSpace, BIG_SESSIONS],
-    ] as const) {
-      const first = sessionsOf(space, SELECTIVE_FILTER);
-      cases.push({ group: `list sessions ${SELECTIVE_FILTER}, page 1`, size: `${count} sessions`, url: first, check: expectSessions(20) });
-      const later = await pageAfter(tracer, get, first, PAGE_DEPTH - 1);
-      if (later) cases.push({ group: `list sessions ${SELECTIVE_FILTER}, page ${PAGE_DEPTH}`, size: `${count} sessions`, url: later, check: expectSessions(1) });
-    }
-    const broad = sessionsOf(bigSpace, BROAD_FILTER);
-    cases.push({ group: `list sessions ${BROAD_FILTER}, page 1`, size: `${BIG_SESSIONS} sessions`, url: broad, check: expectSessions(20) });
-    const later = await pageAfter(tracer, get, broad, PAGE_DEPTH - 1);
-    if (later) cases.push({ group: `list sessions ${BROAD_FILTER}, page ${PAGE_DEPTH}`, size: `${BIG_SESSIONS} sessions`, url: later, check: expectSessions(20) });
-
-    for (const size of EVENT_SIZES) {
-      const base = `/v1/spaces/${bigSpace}/users/${EVENTS_USER}/sessions/events-${size}`;
-      const expectEvents = (firstSeq: number) => (body: Record<string, unknown>) => {
-        const events = body.events as { seq: number }[] | undefined;
-        if (!events?.length || events[0]!.seq !== firstSeq) throw new Error(`expected events from seq ${firstSeq}, got ${JSON.stringify(body).slice(0, 200)}`);
-      };
-      cases.push({ group: 'list events, page 1', size: `${size} events`, url: `${base}/events`, check: expectEvents(1) });
-      // A cursor in the middle of the history: the token of the page that ends at seq size/2.
-      const middle = Math.floor(size / 2);
-      const deep = `${base}/events?afterSeq=${middle - 50}&pageSize=50`;
-      const token = (await get(tracer, deep)).nextPageToken as string;
-      cases.push({ group: 'list events, page at seq size/2', size: `${size} events`, url: `${deep}&pageToken=${token}`, check: expectEvents(middle + 1) });
+    const keyOf = (userId: string, sessionId: string) => [account.accountId, bigSpace, userId, sessionId];
+    if (selected('describe')) {
+      const key = keyOf('user-1', 'sess-1');
       cases.push({
-        group: 'read context',
-        size: `${size} events`,
-        url: `${base}/context`,
-        check: (body) => {
-          const window = body.window as { endSeq: number };
-          if ((body.events as unknown[]).length !== Math.min(size, 100) || window.endSeq !== size) fail('context', body);
-        },
+        group: 'describe session',
+        size: `${bigCount} sessions`,
+        url: `/v1/spaces/${bigSpace}/users/user-1/sessions/sess-1`,
+        check: (body) => void (body.sessionId === 'sess-1' || fail('describe', body)),
+        raw: async (db) => void (await db.query(RAW_SESSION, key)),
       });
+    }
+    if (selected('sessions')) {
+      const sessionsOf = (space: string, filter: string) => `/v1/spaces/${space}/sessions?metadata=${encodeURIComponent(filter)}`;
+      const expectSessions = (min: number) => (body: Record<string, unknown>) => {
+        if (!Array.isArray(body.sessions) || body.sessions.length < min) throw new Error(`expected ≥${min} sessions, got ${JSON.stringify(body).slice(0, 200)}`);
+      };
+      for (const [space, count] of [
+        [smallSpace!, SMALL_SESSIONS],
+        [bigSpace, BIG_SESSIONS],
+      ] as const) {
+        const first = sessionsOf(space, SELECTIVE_FILTER);
+        cases.push({ group: `list sessions ${SELECTIVE_FILTER}, page 1`, size: `${count} sessions`, url: first, check: expectSessions(20) });
+        const later = await pageAfter(trace, first, PAGE_DEPTH - 1);
+        if (later) cases.push({ group: `list sessions ${SELECTIVE_FILTER}, page ${PAGE_DEPTH}`, size: `${count} sessions`, url: later, check: expectSessions(1) });
+      }
+      const broad = sessionsOf(bigSpace, BROAD_FILTER);
+      cases.push({ group: `list sessions ${BROAD_FILTER}, page 1`, size: `${BIG_SESSIONS} sessions`, url: broad, check: expectSessions(20) });
+      const later = await pageAfter(trace, broad, PAGE_DEPTH - 1);
+      if (later) cases.push({ group: `list sessions ${BROAD_FILTER}, page ${PAGE_DEPTH}`, size: `${BIG_SESSIONS} sessions`, url: later, check: expectSessions(20) });
+    }
+    for (const size of eventSizes) {
+      const base = `/v1/spaces/${bigSpace}/users/${EVENTS_USER}/sessions/events-${size}`;
+      if (selected('events')) {
+        const expectEvents = (firstSeq: number) => (body: Record<string, unknown>) => {
+          const events = body.events as { seq: number }[] | undefined;
+          if (!events?.length || events[0]!.seq !== firstSeq) throw new Error(`expected events from seq ${firstSeq}, got ${JSON.stringify(body).slice(0, 200)}`);
+        };
+        cases.push({ group: 'list events, page 1', size: `${size} events`, url: `${base}/events`, check: expectEvents(1) });
+        // A cursor in the middle of the history: the token of the page that ends at seq size/2.
+        const middle = Math.floor(size / 2);
+        const deep = `${base}/events?afterSeq=${middle - 50}&pageSize=50`;
+        const token = (await trace(deep)).nextPageToken as string;
+        cases.push({ group: 'list events, page at seq size/2', size: `${size} events`, url: `${deep}&pageToken=${token}`, check: expectEvents(middle + 1) });
+      }
+      if (selected('context')) {
+        const key = keyOf(EVENTS_USER, `events-${size}`);
+        cases.push({
+          group: `read context, maxEvents=${CONTEXT_EVENTS}`,
+          size: `${size} events`,
+          url: `${base}/context?maxEvents=${CONTEXT_EVENTS}`,
+          check: (body) => {
+            const window = body.window as { endSeq: number };
+            if ((body.events as unknown[]).length !== Math.min(size, CONTEXT_EVENTS) || window.endSeq !== size) fail('context', body);
+          },
+          raw: async (db) => {
+            await db.query(RAW_SESSION, key);
+            await db.query(RAW_NEWEST_EVENTS, [...key, CONTEXT_EVENTS]);
+          },
+        });
+      }
     }
 
     const results: Result[] = [];
     const seqScans: string[] = [];
     for (const item of cases) {
       recording = [];
-      item.check(await get(tracer, item.url));
+      item.check(await trace(item.url));
       // Authentication records a credential's use at most once a minute: not part of a read.
       const statements = recording.filter((statement) => !/^update "credentials"/i.test(statement.sql));
       recording = undefined;
-      const appLatency = await time(N, async () => item.check(await get(app, item.url)));
-      const client = await raw.connect();
+      const db = await raw.connect();
       try {
-        const pgLatency = await time(N, async () => {
-          for (const statement of statements) await client.query(statement.sql, statement.parameters as unknown[]);
-        });
-        console.log(`\n## ${item.group} (${item.size}): app p50 ${ms(appLatency.p50)} ms, pg p50 ${ms(pgLatency.p50)} ms, ${statements.length} statements; RSS ${rssMiB()} MiB`);
+        const contestants = [
+          async () => item.check(await get(item.url)),
+          async () => {
+            for (const statement of statements) await db.query(statement.sql, statement.parameters as unknown[]);
+          },
+        ];
+        if (item.raw) contestants.push(() => item.raw!(db));
+        const [serviceLatency, replayLatency, rawLatency] = await timeInterleaved(N, contestants);
+        const versusRaw = rawLatency ? `, raw p50 ${ms(rawLatency.p50)} ms (service ÷ raw ${(serviceLatency!.p50 / rawLatency.p50).toFixed(2)})` : '';
+        console.log(
+          `\n## ${item.group} (${item.size}): service p50 ${ms(serviceLatency!.p50)} ms${versusRaw}, replay p50 ${ms(replayLatency!.p50)} ms, ` +
+            `${statements.length} statements; RSS ${rssOfProcess(server.pid!).toFixed(1)} MiB (server)`,
+        );
         const indexes = new Set<string>();
         for (const statement of statements) {
           if (!/^\s*select/i.test(statement.sql)) {
             console.log(`  ${oneLine(statement.sql)}`);
             continue;
           }
-          const plan = (await client.query(`EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) ${statement.sql}`, statement.parameters as unknown[])).rows.map((row) => String(row['QUERY PLAN']));
+          const plan = (await db.query(`EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) ${statement.sql}`, statement.parameters as unknown[])).rows.map((row) => String(row['QUERY PLAN']));
           const text = plan.join('\n');
           const used = [...text.matchAll(/(?:Index Scan|Index Only Scan|Bitmap Index Scan)(?: Backward)? (?:using|on) (\w+)/g)].map((match) => match[1]!);
           const scanned = [...text.matchAll(/Seq Scan on (\w+)/g)].map((match) => match[1]!);
@@ -216,30 +281,41 @@ async function main(): Promise<void> {
           if (FULL_PLANS || touchesData) console.log(plan.map((line) => `      ${line}`).join('\n'));
           for (const table of scanned) if (table === 'sessions' || table === 'events') seqScans.push(`${item.group} (${item.size}): Seq Scan on ${table}`);
         }
-        results.push({ group: item.group, size: item.size, app: appLatency, pg: pgLatency, statements: statements.length, indexes: [...indexes].join(', ') });
+        results.push({ group: item.group, size: item.size, service: serviceLatency!, raw: rawLatency, replay: replayLatency!, statements: statements.length, indexes: [...indexes].join(', ') });
       } finally {
-        client.release();
+        db.release();
       }
     }
 
-    console.log('\nlatency in ms (app: app.inject, whole request; pg: the same statements through pg, one connection)');
+    console.log('\nlatency in ms, sequential (service: GET over HTTP to the server process, one kept-alive connection; raw: the same rows by primary key through pg;');
+    console.log("replay: the service's recorded statements through pg; raw and replay on one connection, interleaved with the service's reads)");
     console.table(
       results.map((r) => ({
         read: r.group,
         data: r.size,
-        'app p50': ms(r.app.p50),
-        'app p99': ms(r.app.p99),
-        'pg p50': ms(r.pg.p50),
-        'pg p99': ms(r.pg.p99),
-        'app − pg p50': ms(r.app.p50 - r.pg.p50),
+        'service p50': ms(r.service.p50),
+        'service p99': ms(r.service.p99),
+        'raw p50': r.raw ? ms(r.raw.p50) : '-',
+        'service ÷ raw': r.raw ? (r.service.p50 / r.raw.p50).toFixed(2) : '-',
+        'replay p50': ms(r.replay.p50),
+        'service ÷ replay': (r.service.p50 / r.replay.p50).toFixed(2),
         statements: r.statements,
         'indexes (sessions/events)': r.indexes,
       })),
     );
+    const targeted = results.filter((r) => r.raw);
+    if (targeted.length) {
+      console.log('service p50 ÷ raw p50 (target ≤ 2, flat across sizes):');
+      for (const r of targeted) console.log(`  ${r.group.padEnd(28)} ${r.size.padStart(16)}: ${(r.service.p50 / r.raw!.p50).toFixed(2)}`);
+      const context = targeted.filter((r) => r.group.startsWith('read context')).map((r) => r.service.p50 / r.raw!.p50);
+      if (context.length > 1) console.log(`  read context: largest ÷ smallest ratio across sizes ${(Math.max(...context) / Math.min(...context)).toFixed(2)}`);
+    }
     console.log(seqScans.length ? `SEQUENTIAL SCANS:\n  ${seqScans.join('\n  ')}` : 'No sequential scan of sessions or events in any plan.');
-    console.log(`RSS ${rssMiB()} MiB at the end`);
-    await Promise.all([app.close(), tracer.close()]);
+    console.log(`RSS at the end: server ${rssOfProcess(server.pid!).toFixed(1)} MiB, bench ${rssMiB()} MiB`);
+    await tracer.close();
   } finally {
+    http?.close();
+    if (server) await stopServer(server);
     await raw.end();
     await handle.close();
     if (KEEP) console.log(`kept database ${name} (drop it with: DROP DATABASE "${name}")`);
@@ -280,11 +356,11 @@ async function seedSpaces(raw: pg.Pool, accountId: string, spaces: [spaceId: str
   }
 }
 
-async function seedEvents(app: FastifyInstance, raw: pg.Pool, headers: Record<string, string>, accountId: string, spaceId: string, size: number): Promise<void> {
+async function seedEvents(http: HttpClient, raw: pg.Pool, accountId: string, spaceId: string, size: number): Promise<void> {
   const start = performance.now();
   const sessionId = `events-${size}`;
-  const created = await app.inject({ method: 'POST', url: `/v1/spaces/${spaceId}/users/${EVENTS_USER}/sessions`, headers, payload: { sessionId } });
-  if (created.statusCode !== 201) throw new Error(`create session: ${created.statusCode} ${created.body}`);
+  const created = await http.request('POST', `/v1/spaces/${spaceId}/users/${EVENTS_USER}/sessions`, { sessionId });
+  if (created.status !== 201) throw new Error(`create session: ${created.status} ${created.body}`);
   const key = [accountId, spaceId, EVENTS_USER, sessionId];
   await raw.query(FILL_EVENTS, [...key, size]);
   // What `size` appends would have left: the count, and one revision per append.
@@ -293,10 +369,10 @@ async function seedEvents(app: FastifyInstance, raw: pg.Pool, headers: Record<st
 }
 
 /** The URL of the page `pages` pages after `first` (following nextPageToken), or undefined at the end. */
-async function pageAfter(app: FastifyInstance, get: (app: FastifyInstance, path: string) => Promise<Record<string, unknown>>, first: string, pages: number): Promise<string | undefined> {
+async function pageAfter(get: (path: string) => Promise<Record<string, unknown>>, first: string, pages: number): Promise<string | undefined> {
   let path = first;
   for (let i = 0; i < pages; i++) {
-    const token = (await get(app, path)).nextPageToken;
+    const token = (await get(path)).nextPageToken;
     if (typeof token !== 'string') return undefined;
     path = `${first}&pageToken=${token}`;
   }

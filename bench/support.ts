@@ -38,20 +38,27 @@ export interface Latency {
   mean: number;
 }
 
-/** Runs `once` sequentially: `warmup` untimed calls, then `runs` timed ones. */
-export async function time(runs: number, once: () => Promise<void>, warmup = 50): Promise<Latency> {
-  for (let i = 0; i < warmup; i++) await once();
-  const samples: number[] = [];
-  for (let i = 0; i < runs; i++) {
-    const start = performance.now();
-    await once();
-    samples.push(performance.now() - start);
-  }
-  samples.sort((a, b) => a - b);
-  return { p50: percentile(samples, 50), p99: percentile(samples, 99), mean: samples.reduce((a, b) => a + b, 0) / samples.length };
-}
-
 /** Resident set size of this process, in MiB, for the "RSS after each run" lines. */
 export function rssMiB(): string {
   return (process.memoryUsage().rss / 1024 / 1024).toFixed(1);
+}
+
+/**
+ * Times `contestants` sequentially, `warmup` untimed rounds then `runs` timed ones; each round runs
+ * every contestant once, in turn, so that all of them meet the same moments of a noisy machine.
+ */
+export async function timeInterleaved(runs: number, contestants: (() => Promise<void>)[], warmup = 50): Promise<Latency[]> {
+  for (let i = 0; i < warmup; i++) for (const once of contestants) await once();
+  const samples: number[][] = contestants.map(() => []);
+  for (let i = 0; i < runs; i++) {
+    for (const [k, once] of contestants.entries()) {
+      const start = performance.now();
+      await once();
+      samples[k]!.push(performance.now() - start);
+    }
+  }
+  return samples.map((values) => {
+    values.sort((a, b) => a - b);
+    return { p50: percentile(values, 50), p99: percentile(values, 99), mean: values.reduce((a, b) => a + b, 0) / values.length };
+  });
 }
