@@ -16,6 +16,8 @@ import { registerRateLimit } from './http/rate-limit.js';
 import { registerRequestTextRules } from './http/request-text.js';
 import type { AppDeps, ZodApp } from './http/zod-app.js';
 import type { PoolStats } from './lib/metrics-registry.js';
+import { authenticate } from './modules/accounts/accounts.service.js';
+import type { ListeningCredentialCache } from './modules/accounts/credential-cache-listener.js';
 import { healthRoutes } from './modules/health/health.routes.js';
 import { v1Routes } from './routes.js';
 
@@ -30,11 +32,16 @@ export interface BuildAppOptions {
   pool?: PoolStats | undefined;
   /** METRICS_TOKEN: when set, GET /metrics needs `Authorization: Bearer <token>`. */
   metricsToken?: string | undefined;
+  /**
+   * The verified-credential cache (startCredentialCache), or none: every request then reads its
+   * credential. The app owns it from here: closing the app closes its listener.
+   */
+  credentialCache?: ListeningCredentialCache | undefined;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
-export async function buildApp({ db, limits, credentialMasterKey, logger = false, pool, metricsToken }: BuildAppOptions): Promise<FastifyInstance> {
+export async function buildApp({ db, limits, credentialMasterKey, logger = false, pool, metricsToken, credentialCache }: BuildAppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     ...(logger ? { loggerInstance: logger } : { logger: false }),
     bodyLimit: limits.bodyBytes,
@@ -100,12 +107,20 @@ export async function buildApp({ db, limits, credentialMasterKey, logger = false
   await app.register(swaggerUi, { routePrefix: '/docs' });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
-  const deps: AppDeps = { db, limits, credentialMasterKey, metrics };
+  if (credentialCache) app.addHook('onClose', () => credentialCache.close());
+  const cache = credentialCache?.cache;
+  const deps: AppDeps = {
+    db,
+    limits,
+    credentialMasterKey,
+    metrics,
+    credentialChangesApplied: credentialCache ? () => credentialCache.catchUp() : async () => {},
+  };
   await app.register(async (scope) => healthRoutes(scope as ZodApp, deps));
   await app.register(async (scope) => metricsRoutes(scope as ZodApp, metrics, metricsToken));
   await app.register(
     async (scope) => {
-      registerAuthentication(scope, db);
+      registerAuthentication(scope, (authorization) => authenticate(db, authorization, cache));
       registerAuthorization(scope, db);
       await registerRateLimit(scope, limits);
       await v1Routes(scope as ZodApp, deps);

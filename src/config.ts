@@ -46,6 +46,8 @@ const environmentSchema = z.object({
   HTTP_REQUEST_TIMEOUT_MS: int(100, 30_000),
   HTTP_KEEP_ALIVE_TIMEOUT_MS: int(100, 5_000),
   SWEEP_INTERVAL_MS: int(0, 60_000),
+  // Verified credentials kept per instance (no database read to authenticate them); 0 turns it off.
+  CREDENTIAL_CACHE_SIZE: z.coerce.number().int().min(0).max(1_000_000).default(10_000),
   // Bounded so that one sweep stays one short transaction.
   SWEEP_BATCH_SIZE: z.coerce.number().int().min(1).max(10_000).default(500),
 });
@@ -86,6 +88,8 @@ export interface Config {
   limits: Limits;
   /** The expired-session sweeper; intervalMs 0 turns it off on this instance. */
   sweeper: { intervalMs: number; batchSize: number };
+  /** Most credentials the verified-credential cache holds; 0 turns the cache off. */
+  credentialCacheSize: number;
 }
 
 export class ConfigError extends Error {
@@ -144,5 +148,6 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     metricsToken: e.METRICS_TOKEN,
     limits: limitsFrom(e),
     sweeper: { intervalMs: e.SWEEP_INTERVAL_MS, batchSize: e.SWEEP_BATCH_SIZE },
+    credentialCacheSize: e.CREDENTIAL_CACHE_SIZE,
   };
 }

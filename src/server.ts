@@ -6,6 +6,7 @@ import { ConfigError, loadConfig } from './config.js';
 import { openDatabase } from './db/connect.js';
 import { migrateToLatest } from './db/migrate.js';
 import { ensureEmbeddedAccount } from './modules/accounts/accounts.service.js';
+import { startCredentialCache } from './modules/accounts/credential-cache-listener.js';
 import { type ExpirySweeper, startExpirySweeper } from './modules/sessions/expiry-sweeper.js';
 
 async function main(): Promise<void> {
@@ -26,7 +27,17 @@ async function main(): Promise<void> {
   const sweeper: ExpirySweeper | undefined =
     config.sweeper.intervalMs > 0 ? startExpirySweeper(database.db, { ...config.sweeper, logger }) : undefined;
 
-  const app = await buildApp({ db: database.db, pool: database.pool, metricsToken: config.metricsToken, limits: config.limits, credentialMasterKey: config.credentialMasterKey, logger });
+  // Listens for credential changes on its own connection; closed with the app.
+  const credentialCache = config.credentialCacheSize > 0 ? startCredentialCache(database.listen, { maxEntries: config.credentialCacheSize, logger }) : undefined;
+  const app = await buildApp({
+    db: database.db,
+    pool: database.pool,
+    metricsToken: config.metricsToken,
+    limits: config.limits,
+    credentialMasterKey: config.credentialMasterKey,
+    logger,
+    credentialCache,
+  });
   closeWithGrace({ delay: 10_000, logger }, async ({ signal, err }) => {
     if (err) logger.error({ err }, 'shutting down after an error');
     else logger.info({ signal }, 'shutting down');
@@ -34,7 +45,7 @@ async function main(): Promise<void> {
     // finishes during the drain would otherwise stay open until the client or the keep-alive
     // timeout closes it, holding close() (and the exit) that long: close each one once it is idle.
     const closeIdle = setInterval(() => app.server.closeIdleConnections(), 50);
-    await app.close().finally(() => clearInterval(closeIdle));
+    await app.close().finally(() => clearInterval(closeIdle)); // closes the credential cache's listener too
     await sweeper?.stop(); // waits for a sweep in flight, which needs the database
     await database.close();
     logger.info({ poolConnections: database.pool.totalCount }, 'shut down: requests finished, database pool closed');

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
+import { type Listen, listenOnDedicatedClient, listenOnSinglePool } from './notifications.js';
 import type { DB } from './schema.js';
 
 export type Database = Kysely<DB>;
@@ -20,6 +21,12 @@ export interface DatabaseHandle {
   db: Database;
   kind: DatabaseOptions['kind'];
   pool: pg.Pool;
+  /**
+   * LISTEN on a channel (see notifications.ts): on PostgreSQL over a dedicated connection of its
+   * own, outside the pool; on PGlite over the pool's one connection. Close the subscription before
+   * the handle.
+   */
+  listen: Listen;
   close(): Promise<void>;
 }
 
@@ -72,7 +79,17 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
     });
     keepBrokenClientsFromCrashing(pool);
     const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
-    return { db, kind: 'postgres', pool, close: () => db.destroy() };
+    const listenerClient: pg.ClientConfig = {
+      connectionString: options.url,
+      application_name: APPLICATION_NAME,
+      connectionTimeoutMillis: options.connectTimeoutMs,
+      // Bounds the heartbeat: a server that stopped answering counts as lost.
+      query_timeout: options.connectTimeoutMs + QUERY_TIMEOUT_MARGIN_MS,
+      keepAlive: true,
+      keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS,
+    };
+    const listen: Listen = (channel, handlers) => listenOnDedicatedClient(channel, handlers, { client: listenerClient });
+    return { db, kind: 'postgres', pool, listen, close: () => db.destroy() };
   }
   return openPglite(options.dataDir, options.statementTimeoutMs);
 }
@@ -103,6 +120,7 @@ async function openPglite(dataDir: string | undefined, statementTimeoutMs: numbe
     db,
     kind: 'pglite',
     pool,
+    listen: listenOnSinglePool(pool),
     async close() {
       await db.destroy();
       await server.stop();

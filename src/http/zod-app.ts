@@ -16,4 +16,10 @@ export interface AppDeps {
   credentialMasterKey?: Buffer | undefined;
   /** This app's Prometheus instruments (GET /metrics). */
   metrics: AppMetrics;
+  /**
+   * Resolves once this instance's credential cache has applied every change committed so far. IAM
+   * writes wait for it before answering, so that on the instance that made a change it holds at
+   * once (other instances follow within the notification's delivery time).
+   */
+  credentialChangesApplied: () => Promise<void>;
 }

@@ -68,6 +68,7 @@ describe('authentication', () => {
     expect((await t.request({ method: 'GET', url: ROUTE, token })).statusCode).toBe(200);
 
     await t.db.updateTable('credentials').set({ status: 'disabled' }).where('secret_id', '=', secretId).execute();
+    await t.credentialChangesApplied(); // a direct write reaches the credential cache by NOTIFY
     await expectAuthFailure({ authorization: `Bearer ${token}` }, secretKey);
 
     const disabled = await t.request({ method: 'GET', url: ROUTE, token });

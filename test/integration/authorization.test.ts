@@ -9,6 +9,7 @@ import { registerAuthentication } from '../../src/http/auth.js';
 import { registerAuthorization } from '../../src/http/authorization.js';
 import { registerErrorHandling } from '../../src/http/error-handler.js';
 import { upsertCredential } from '../../src/modules/accounts/accounts.repository.js';
+import { authenticate } from '../../src/modules/accounts/accounts.service.js';
 import { hashSecretKey, issueCredential } from '../../src/modules/accounts/credentials.js';
 import type { PolicyStatementValue } from '../../src/modules/iam/policy.js';
 import { insertSession, insertSpace } from '../support/fixtures.js';
@@ -269,7 +270,7 @@ describe('the authorization hooks on a bare scope', () => {
     registerErrorHandling(app);
     // Not awaited: a failing plugin must surface from app.ready(), as it does for buildApp.
     void app.register(async (scope) => {
-      registerAuthentication(scope, t.db);
+      registerAuthentication(scope, (authorization) => authenticate(t.db, authorization));
       registerAuthorization(scope, t.db);
       register(scope);
     });

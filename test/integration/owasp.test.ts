@@ -166,6 +166,7 @@ describe('API2 broken authentication', () => {
     const sub = await insertSubAccount(t.db, t.account.accountId, { statements: readOnlyOn(ours.spaceId) });
     expect((await probe(sub.credential.token)).statusCode).toBe(200);
     await t.db.deleteFrom('principals').where('account_id', '=', sub.accountId).where('principal_id', '=', sub.principalId).execute();
+    await t.credentialChangesApplied(); // a direct write reaches the credential cache by NOTIFY
     expect((await probe(sub.credential.token)).statusCode).toBe(401);
   });
 

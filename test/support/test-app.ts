@@ -3,6 +3,7 @@ import type { FastifyBaseLogger, FastifyInstance, InjectOptions, LightMyRequestR
 import { buildApp } from '../../src/app.js';
 import { DEFAULT_LIMITS, type Limits } from '../../src/config.js';
 import { type CreatedAccount, createAccount } from '../../src/modules/accounts/accounts.service.js';
+import { type ListeningCredentialCache, startCredentialCache } from '../../src/modules/accounts/credential-cache-listener.js';
 import { createTestDatabase, type TestDatabase } from './test-database.js';
 
 export interface TestApp {
@@ -14,16 +15,38 @@ export interface TestApp {
   /** app.inject with the account's root token (override with `token`, or `token: null` for none). */
   request(options: InjectOptions & { token?: string | null }): Promise<LightMyRequestResponse>;
   createAccount(name?: string): Promise<CreatedAccount>;
+  /** The app's verified-credential cache, unless the test turned it off. */
+  credentialCache: ListeningCredentialCache | undefined;
+  /**
+   * Waits until the app's cache has applied every credential change committed so far. A test that
+   * changes credentials by direct SQL calls it where the app would otherwise race the notification.
+   */
+  credentialChangesApplied(): Promise<void>;
   close(): Promise<void>;
 }
 
 let accountCounter = 0;
 
 export async function createTestApp(
-  options: { limits?: Partial<Limits>; poolMax?: number; credentialMasterKey?: Buffer; logger?: FastifyBaseLogger } = {},
+  options: {
+    limits?: Partial<Limits>;
+    poolMax?: number;
+    credentialMasterKey?: Buffer;
+    logger?: FastifyBaseLogger;
+    /** On by default, so that the whole suite runs with it; false: every request reads its credential. */
+    credentialCache?: boolean;
+  } = {},
 ): Promise<TestApp> {
   const database = await createTestDatabase({ poolMax: options.poolMax });
-  const app = await buildApp({ db: database.db, pool: database.pool, limits: { ...DEFAULT_LIMITS, ...options.limits }, credentialMasterKey: options.credentialMasterKey, logger: options.logger ?? false });
+  const credentialCache = options.credentialCache === false ? undefined : startCredentialCache(database.listen, { maxEntries: 1_000 });
+  const app = await buildApp({
+    db: database.db,
+    pool: database.pool,
+    limits: { ...DEFAULT_LIMITS, ...options.limits },
+    credentialMasterKey: options.credentialMasterKey,
+    logger: options.logger ?? false,
+    credentialCache,
+  });
   await app.ready();
   const newAccount = (name = `account-${process.pid}-${++accountCounter}`) => createAccount(database.db, name);
   const account = await newAccount();
@@ -33,6 +56,8 @@ export async function createTestApp(
     db: database.db,
     account,
     createAccount: newAccount,
+    credentialCache,
+    credentialChangesApplied: async () => credentialCache?.catchUp(),
     request({ token, headers, ...rest }) {
       const bearer = token === undefined ? account.rootCredential.token : token;
       return app.inject({ ...rest, headers: { ...(bearer ? { authorization: `Bearer ${bearer}` } : {}), ...headers } });

@@ -25,6 +25,7 @@ describe('loadConfig', () => {
       rootApiKey: undefined,
       limits: DEFAULT_LIMITS,
       sweeper: { intervalMs: 60_000, batchSize: 500 },
+      credentialCacheSize: 10_000,
     });
     expect(DEFAULT_LIMITS).toEqual({
       bodyBytes: 1024 * 1024,
@@ -67,6 +68,7 @@ describe('loadConfig', () => {
       MAX_BATCH_EVENTS: '10',
       SWEEP_INTERVAL_MS: '0',
       SWEEP_BATCH_SIZE: '50',
+      CREDENTIAL_CACHE_SIZE: '0',
     });
     expect(config).toMatchObject({
       port: 9000,
@@ -76,6 +78,7 @@ describe('loadConfig', () => {
       rootApiKey: VALID_KEY,
       limits: { ...DEFAULT_LIMITS, bodyBytes: 2048, batchEvents: 10 },
       sweeper: { intervalMs: 0, batchSize: 50 },
+      credentialCacheSize: 0,
     });
   });
 

@@ -4,6 +4,7 @@ import { AppError } from '../../errors.js';
 import type { Database } from '../../db/connect.js';
 import { newAccountId, newSpaceId } from '../../lib/ids.js';
 import {
+  type CredentialWithPolicy,
   LAST_USED_RESOLUTION_SECONDS,
   ROOT_PRINCIPAL_ID,
   deleteRootCredentialsExcept,
@@ -18,6 +19,7 @@ import {
   touchCredentialLastUsed,
   upsertCredential,
 } from './accounts.repository.js';
+import type { CredentialCache } from './credential-cache.js';
 import { type IssuedCredential, hashSecretKey, issueCredential, parseToken, secretKeyMatches } from './credentials.js';
 import type { Principal } from './principal.js';
 import { encryptSecret } from './secret-box.js';
@@ -101,18 +103,24 @@ function pinnedCredential(token: string): IssuedCredential {
 
 const BEARER = /^Bearer ([^\s]+)$/i;
 
-/** Resolves `Authorization: Bearer <secretId>.<secretKey>` to a principal, or fails with AuthFailure. */
-export async function authenticate(db: Database, authorization: string | undefined): Promise<Principal> {
+/**
+ * Resolves `Authorization: Bearer <secretId>.<secretKey>` to a principal, or fails with AuthFailure.
+ * With a cache (on, i.e. listening) a known credential costs no round trip: the cached entry holds
+ * the stored hash, and the presented key is checked against it exactly as against the row. A miss
+ * reads the row (one round trip) and caches it. Recording the use costs one more write at most once
+ * a minute per credential, as without a cache.
+ */
+export async function authenticate(db: Database, authorization: string | undefined, cache?: CredentialCache): Promise<Principal> {
   if (!authorization) throw new AppError('AuthFailure', 'Missing Authorization header: send "Authorization: Bearer <secretId>.<secretKey>".');
   const token = BEARER.exec(authorization)?.[1];
   const parsed = token ? parseToken(token) : undefined;
   if (!parsed) throw new AppError('AuthFailure', 'Malformed credential: expected "Authorization: Bearer <secretId>.<secretKey>".');
-  const credential = await findCredential(db, parsed.secretId);
+  const credential = cache?.get(parsed.secretId) ?? (await readCredential(db, parsed.secretId, cache));
   // One message for unknown, disabled and wrong keys: the answer must not tell which ids exist.
   if (!credential || credential.status !== 'enabled' || !secretKeyMatches(credential.secret_hash, parsed.secretKey)) {
     throw new AppError('AuthFailure', 'The credential is unknown, disabled or wrong.');
   }
-  await recordUse(db, credential.secret_id, credential.last_used_time);
+  await recordUse(db, credential.secret_id, credential.last_used_time, cache);
   return {
     accountId: credential.account_id,
     principalId: credential.principal_id,
@@ -120,6 +128,14 @@ export async function authenticate(db: Database, authorization: string | undefin
     secretId: credential.secret_id,
     statements: credential.kind === 'root' ? [] : (credential.statements ?? []),
   };
+}
+
+/** The row for a cache miss; cached whatever its status or the presented key (unknown ids are not). */
+async function readCredential(db: Database, secretId: string, cache: CredentialCache | undefined): Promise<CredentialWithPolicy | undefined> {
+  const ticket = cache?.beginFill();
+  const credential = await findCredential(db, secretId);
+  if (credential && cache && ticket !== undefined) cache.set(credential, ticket);
+  return credential;
 }
 
 export class AccountNotFoundError extends Error {
@@ -183,10 +199,13 @@ export async function rotateRootCredential(
  * failure of that bookkeeping must not fail the request: the next request within the minute
  * simply tries again.
  */
-async function recordUse(db: Database, secretId: string, lastUsedTime: Date | null): Promise<void> {
+async function recordUse(db: Database, secretId: string, lastUsedTime: Date | null, cache: CredentialCache | undefined): Promise<void> {
   if (lastUsedTime && Date.now() - lastUsedTime.getTime() < LAST_USED_RESOLUTION_SECONDS * 1000) return;
   try {
     await touchCredentialLastUsed(db, secretId);
+    // Written now, or by another instance within the minute (then the update matched no row):
+    // either way the cached entry need not try again for a minute.
+    cache?.noteUse(secretId, new Date());
   } catch {
     // Deliberately ignored (see above); a database that is really down fails the request elsewhere.
   }

@@ -35,7 +35,15 @@ const tags = ['iam'];
 const BODY_ERRORS = ['LimitExceeded.RequestSize', 'UnsupportedMediaType'] as const;
 const deleted = z.null().describe('Deleted.');
 
-export async function iamRoutes(app: ZodApp, { db, credentialMasterKey }: AppDeps): Promise<void> {
+export async function iamRoutes(app: ZodApp, { db, credentialMasterKey, credentialChangesApplied }: AppDeps): Promise<void> {
+  // A change that can stop a credential working answers once this instance's credential cache has
+  // dropped what it changed: the next request here sees it, whatever the notification's latency.
+  const onceApplied = async <T>(change: Promise<T>): Promise<T> => {
+    const result = await change;
+    await credentialChangesApplied();
+    return result;
+  };
+
   app.post(
     '/iam/subaccounts',
     {
@@ -93,7 +101,7 @@ export async function iamRoutes(app: ZodApp, { db, credentialMasterKey }: AppDep
       },
     },
     async (request, reply) => {
-      await deleteSubAccount(db, request.principal.accountId, request.params.subAccountId);
+      await onceApplied(deleteSubAccount(db, request.principal.accountId, request.params.subAccountId));
       return reply.code(204).send(null);
     },
   );
@@ -113,7 +121,7 @@ export async function iamRoutes(app: ZodApp, { db, credentialMasterKey }: AppDep
         response: { 200: SubAccountPolicy, ...errorResponses('UnauthorizedOperation', 'ResourceNotFound.SubAccount', ...BODY_ERRORS) },
       },
     },
-    async (request) => putPolicy(db, request.principal.accountId, request.params.subAccountId, request.body.statements),
+    async (request) => onceApplied(putPolicy(db, request.principal.accountId, request.params.subAccountId, request.body.statements)),
   );
 
   app.get(
@@ -208,7 +216,7 @@ export async function iamRoutes(app: ZodApp, { db, credentialMasterKey }: AppDep
         },
       },
     },
-    async (request) => modifyCredential(db, request.principal.accountId, request.params.secretId, request.body.status),
+    async (request) => onceApplied(modifyCredential(db, request.principal.accountId, request.params.secretId, request.body.status)),
   );
 
   app.delete(
@@ -224,7 +232,7 @@ export async function iamRoutes(app: ZodApp, { db, credentialMasterKey }: AppDep
       },
     },
     async (request, reply) => {
-      await deleteCredential(db, request.principal.accountId, request.params.secretId);
+      await onceApplied(deleteCredential(db, request.principal.accountId, request.params.secretId));
       return reply.code(204).send(null);
     },
   );
