@@ -8,12 +8,21 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
+import { withPreparedStatements } from './prepared-statements.js';
 import type { DB } from './schema.js';
 
 export type Database = Kysely<DB>;
 
 export type DatabaseOptions =
-  | { kind: 'postgres'; url: string; poolMax: number; statementTimeoutMs: number; connectTimeoutMs: number }
+  | {
+      kind: 'postgres';
+      url: string;
+      poolMax: number;
+      statementTimeoutMs: number;
+      connectTimeoutMs: number;
+      /** Send the registered per-turn reads as named statements (default true; see prepared-statements.ts). */
+      preparedStatements?: boolean | undefined;
+    }
   | { kind: 'pglite'; dataDir: string | undefined; statementTimeoutMs: number };
 
 export interface DatabaseHandle {
@@ -71,7 +80,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
       types,
     });
     keepBrokenClientsFromCrashing(pool);
-    const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+    const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: options.preparedStatements === false ? pool : withPreparedStatements(pool) }) });
     return { db, kind: 'postgres', pool, close: () => db.destroy() };
   }
   return openPglite(options.dataDir, options.statementTimeoutMs);
@@ -98,7 +107,7 @@ async function openPglite(dataDir: string | undefined, statementTimeoutMs: numbe
     types,
   });
   keepBrokenClientsFromCrashing(pool);
-  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: withPreparedStatements(pool) }) });
   return {
     db,
     kind: 'pglite',

@@ -7,6 +7,7 @@
 // seq), which reads `limit` rows however long the history is.
 import { CompiledQuery, type Transaction, sql } from 'kysely';
 import type { Database } from '../../db/connect.js';
+import { preparedStatement } from '../../db/prepared-statements.js';
 import type { DB } from '../../db/schema.js';
 import { type SessionJsonRow, isoTimestamp, liveSessionQuery, sessionKeyParameters } from '../sessions/session-json.repository.js';
 import type { SessionKey } from '../sessions/sessions.repository.js';
@@ -88,12 +89,13 @@ function parseEventRecords(records: string | null): EventJsonRow[] {
  * ($5) events from windowStartSeq to eventCount as JSON text. A single statement reads one
  * snapshot, so this needs no transaction.
  */
-const SESSION_WITH_NEWEST_EVENTS = liveSessionQuery(
+const SESSION_WITH_NEWEST_EVENTS = preparedStatement('read_context', liveSessionQuery(
   `${eventRecords(`SELECT ${EVENT_COLUMNS} FROM events
     WHERE events.account_id = $1 AND events.space_id = $2 AND events.user_id = $3 AND events.session_id = $4
       AND events.seq >= s.window_start_seq AND events.seq <= s.event_count
     ORDER BY events.seq DESC
     LIMIT $5`)} AS events`,
+  ),
 );
 
 export interface SessionWithNewestEvents {
@@ -116,11 +118,11 @@ export async function findSessionWithNewestEvents(
   return { session, newest: parseEventRecords(events) };
 }
 
-const NEWEST_EVENTS = `SELECT ${eventRecords(`SELECT ${EVENT_COLUMNS} FROM events
+const NEWEST_EVENTS = preparedStatement('read_context_page', `SELECT ${eventRecords(`SELECT ${EVENT_COLUMNS} FROM events
     WHERE events.account_id = $1 AND events.space_id = $2 AND events.user_id = $3 AND events.session_id = $4
       AND events.seq >= $5 AND events.seq < $6
     ORDER BY events.seq DESC
-    LIMIT $7`)} AS events`;
+    LIMIT $7`)} AS events`);
 
 /** The newest events with seq in [fromSeq, beforeSeq) as JSON text, newest first. */
 export async function listNewestEvents(

@@ -8,6 +8,7 @@
 // sessions_pkey, space_users_pkey, session_spaces_pkey (migrations/0001_core.sql).
 import { CompiledQuery, type Transaction } from 'kysely';
 import type { Database } from '../../db/connect.js';
+import { preparedStatement } from '../../db/prepared-statements.js';
 import type { DB } from '../../db/schema.js';
 import type { SessionKey } from './sessions.repository.js';
 
@@ -66,7 +67,7 @@ export interface SessionJsonRow {
   session_json: string;
 }
 
-const FIND_SESSION_JSON = liveSessionQuery();
+const FIND_SESSION_JSON = preparedStatement('describe_session', liveSessionQuery());
 
 /** The live session as the API's JSON, in one statement; undefined when it is missing or expired. */
 export async function findSessionJson(db: Executor, key: SessionKey): Promise<SessionJsonRow | undefined> {
