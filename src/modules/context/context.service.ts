@@ -5,7 +5,8 @@
 // always so with maxEvents ≤ 101):
 //   1. authentication, the credential lookup (src/http/auth.ts; an in-process cache replaces it);
 //   2. the read, ONE statement (findSessionWithNewestEvents): the live session with its user's and
-//      its space's state, already as the API's JSON, and its newest events as JSON text.
+//      its space's state, already as the API's JSON, and its newest events as JSON text. It is a
+//      named statement (src/db/prepared-statements.ts): planning it cost more than running it.
 // Authorization (src/http/authorization.ts) reads nothing for an allowed principal, and nothing
 // else looks the space up. Only on the way to an error: a missing session costs one more query
 // (findSpaceOrThrow), to tell ResourceNotFound.SessionSpace from ResourceNotFound.Session; a denied

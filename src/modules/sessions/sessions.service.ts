@@ -110,7 +110,8 @@ export async function createSession(
  * The describe path (GET …/sessions/:sessionId), per turn for many agents. Its round trips:
  *   1. authentication, the credential lookup (src/http/auth.ts; an in-process cache replaces it);
  *   2. the read, ONE statement (findSessionJson): the live session joined to its user's and its
- *      space's state, written by PostgreSQL as the API's JSON, which the route sends as it is.
+ *      space's state, written by PostgreSQL as the API's JSON, which the route sends as it is;
+ *      a named statement (src/db/prepared-statements.ts), planned once per connection.
  * Authorization reads nothing for an allowed principal. Only for a missing session: one more
  * query (findSpaceOrThrow), to tell ResourceNotFound.SessionSpace from ResourceNotFound.Session.
  */
