@@ -29,6 +29,9 @@ const environmentSchema = z.object({
   DB_POOL_MAX: int(1, 10),
   DB_STATEMENT_TIMEOUT_MS: int(100, 10_000),
   DB_CONNECT_TIMEOUT_MS: int(100, 5_000),
+  // false behind a pooler that cannot keep prepared statements (PgBouncer before 1.21, or without
+  // max_prepared_statements in transaction mode): the per-turn reads are then sent unnamed.
+  DB_PREPARED_STATEMENTS: z.enum(['true', 'false']).optional(),
   MAX_BODY_BYTES: int(1 * KiB, 1 * MiB),
   MAX_EVENT_BYTES: int(1 * KiB, 256 * KiB),
   MAX_STATE_DELTA_BYTES: int(1, 64 * KiB),
@@ -77,7 +80,7 @@ export interface Config {
   port: number;
   host: string;
   database:
-    | { kind: 'postgres'; url: string; poolMax: number; statementTimeoutMs: number; connectTimeoutMs: number }
+    | { kind: 'postgres'; url: string; poolMax: number; statementTimeoutMs: number; connectTimeoutMs: number; preparedStatements?: boolean | undefined }
     | { kind: 'pglite'; dataDir: string; statementTimeoutMs: number };
   logLevel: z.infer<typeof environmentSchema>['LOG_LEVEL'];
   rootApiKey: string | undefined;
@@ -140,6 +143,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
           poolMax: e.DB_POOL_MAX,
           statementTimeoutMs: e.DB_STATEMENT_TIMEOUT_MS,
           connectTimeoutMs: e.DB_CONNECT_TIMEOUT_MS,
+          preparedStatements: e.DB_PREPARED_STATEMENTS === undefined ? undefined : e.DB_PREPARED_STATEMENTS === 'true',
         }
       : { kind: 'pglite', dataDir: e.DATA_DIR, statementTimeoutMs: e.DB_STATEMENT_TIMEOUT_MS },
     logLevel: e.LOG_LEVEL,

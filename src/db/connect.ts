@@ -9,12 +9,21 @@ import { join } from 'node:path';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { type Listen, listenOnDedicatedClient, listenOnSinglePool } from './notifications.js';
+import { withPreparedStatements } from './prepared-statements.js';
 import type { DB } from './schema.js';
 
 export type Database = Kysely<DB>;
 
 export type DatabaseOptions =
-  | { kind: 'postgres'; url: string; poolMax: number; statementTimeoutMs: number; connectTimeoutMs: number }
+  | {
+      kind: 'postgres';
+      url: string;
+      poolMax: number;
+      statementTimeoutMs: number;
+      connectTimeoutMs: number;
+      /** Send the registered per-turn reads as named statements (default true; see prepared-statements.ts). */
+      preparedStatements?: boolean | undefined;
+    }
   | { kind: 'pglite'; dataDir: string | undefined; statementTimeoutMs: number };
 
 export interface DatabaseHandle {
@@ -78,7 +87,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
       types,
     });
     keepBrokenClientsFromCrashing(pool);
-    const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+    const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: options.preparedStatements === false ? pool : withPreparedStatements(pool) }) });
     const listenerClient: pg.ClientConfig = {
       connectionString: options.url,
       application_name: APPLICATION_NAME,
@@ -115,7 +124,7 @@ async function openPglite(dataDir: string | undefined, statementTimeoutMs: numbe
     types,
   });
   keepBrokenClientsFromCrashing(pool);
-  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: withPreparedStatements(pool) }) });
   return {
     db,
     kind: 'pglite',

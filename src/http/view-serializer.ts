@@ -1,10 +1,28 @@
-// The serializer of the read routes that answer many events (a page of events, a context window).
-// The application-wide one (fastify-type-provider-zod) encodes every answer through its zod schema
-// before JSON.stringify; for 100 events that walk costs 1.6–1.9 ms, ten times the JSON.stringify
-// and more than the database reads of the request (bench/read.ts). These answers are built field by
-// field by the typed view functions (toEventView, toSessionView, whose types are z.infer of the same
-// schemas) from rows whose JSON was validated when it was written, so the check finds nothing the
-// compiler has not; the schemas still describe the answer in the OpenAPI document.
-import type { FastifySerializerCompiler } from 'fastify';
+// How the read routes avoid re-encoding their answers.
+//
+// The application-wide serializer (fastify-type-provider-zod) encodes every answer through its zod
+// schema before JSON.stringify; for 100 events that walk costs 1.6–1.9 ms, ten times the
+// JSON.stringify and more than the database reads of the request (bench/read.ts).
+//
+// - viewSerializerCompiler: for answers built field by field by the typed view functions
+//   (toEventView, toSessionView, whose types are z.infer of the same schemas) from rows whose JSON
+//   was validated when it was written: the check finds nothing the compiler has not.
+// - sendJsonText: for answers PostgreSQL wrote as JSON text in the schema's shape (describe, the
+//   context read): sent as they are, neither parsed nor serialized. Fastify hands a string with a
+//   JSON content type straight to onSend, past the route's serializer.
+// Either way the route keeps its zod response schema: it still describes the answer in the OpenAPI
+// document, and error answers still go through the route's serializer.
+import type { FastifyReply, FastifySerializerCompiler } from 'fastify';
 
 export const viewSerializerCompiler: FastifySerializerCompiler<unknown> = () => (data: unknown) => JSON.stringify(data);
+
+/** Today's content type of JSON answers (Fastify's default for a serialized object). */
+const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
+
+/**
+ * Sends `json`, JSON text in the shape of the route's 200 schema, as the body. The reply's type is
+ * loosened on purpose: the type provider types send() with the schema's value, not its text.
+ */
+export function sendJsonText(reply: FastifyReply, json: string): FastifyReply {
+  return reply.type(JSON_CONTENT_TYPE).send(json);
+}

@@ -67,3 +67,71 @@ function plainNumberLength(value: number): number {
   if (integerDigits > 0) return sign + digits + 1;
   return sign + 2 + -integerDigits + digits;
 }
+
+/**
+ * The length `JSON.stringify(JSON.parse(text))` would have, measured on the text without building
+ * the value: how the context window measures events that PostgreSQL wrote as JSON text, so that a
+ * read need not parse them only to count their characters (UTF-16 code units, like `.length`).
+ *
+ * It holds for JSON text as PostgreSQL writes it (json and jsonb output, to_json):
+ * - strings count as written: PostgreSQL escapes exactly what JSON.stringify escapes (`"`, `\`,
+ *   \b \f \n \r \t by name, other control characters as \u00xx), and the lone surrogates that
+ *   JSON.stringify would escape cannot be stored (src/http/request-text.ts refuses them);
+ * - whitespace between tokens does not count (jsonb writes `{"a": 1, "b": 2}`);
+ * - a number counts as JavaScript writes it: jsonb keeps `1.50` and writes `1e21` in full.
+ * Keys are unique in jsonb, so none is dropped by a parse. Malformed text gives a meaningless
+ * count; it is never a JSON.parse error.
+ */
+export function compactJsonLength(text: string): number {
+  let length = 0;
+  let at = 0;
+  const end = text.length;
+  while (at < end) {
+    const code = text.charCodeAt(at);
+    if (code === QUOTE) {
+      const close = closingQuote(text, at);
+      length += close - at + 1;
+      at = close + 1;
+    } else if (code === SPACE || code === NEWLINE || code === RETURN || code === TAB) {
+      at++;
+    } else if (code === MINUS || (code >= DIGIT_0 && code <= DIGIT_9)) {
+      const start = at;
+      let plain = true; // digits with an optional leading minus: written the same by JavaScript
+      at++;
+      while (at < end) {
+        const next = text.charCodeAt(at);
+        if (next >= DIGIT_0 && next <= DIGIT_9) at++;
+        else if (next === DOT || next === LOWER_E || next === UPPER_E || next === PLUS || next === MINUS) {
+          plain = false;
+          at++;
+        } else break;
+      }
+      // Past 15 digits a double may round up to one more digit (99999999999999999 → 100000000000000000).
+      if (plain && at - start <= 15) length += at - start;
+      else {
+        const value = Number(text.slice(start, at));
+        length += Number.isFinite(value) ? String(value).length : 'null'.length;
+      }
+    } else {
+      length++;
+      at++;
+    }
+  }
+  return length;
+}
+
+const [QUOTE, BACKSLASH, SPACE, NEWLINE, RETURN, TAB] = [0x22, 0x5c, 0x20, 0x0a, 0x0d, 0x09];
+const [MINUS, PLUS, DOT, LOWER_E, UPPER_E, DIGIT_0, DIGIT_9] = [0x2d, 0x2b, 0x2e, 0x65, 0x45, 0x30, 0x39];
+
+/** The index of the quote that closes the string opening at `open` (one not escaped by an odd run of backslashes). */
+function closingQuote(text: string, open: number): number {
+  let at = open + 1;
+  for (;;) {
+    const quote = text.indexOf('"', at);
+    if (quote < 0) return text.length - 1;
+    let before = quote - 1;
+    while (text.charCodeAt(before) === BACKSLASH) before--;
+    if ((quote - 1 - before) % 2 === 0) return quote;
+    at = quote + 1;
+  }
+}

@@ -57,6 +57,14 @@ describe('loadConfig', () => {
     expect(loadConfig({ DATABASE_URL: 'postgresql://app@db/sessions' }).database.kind).toBe('postgres');
   });
 
+  it('turns the named statements of the per-turn reads off with DB_PREPARED_STATEMENTS=false, and refuses other values', () => {
+    const url = 'postgres://app@db:5432/sessions';
+    expect(loadConfig({ DATABASE_URL: url, DB_PREPARED_STATEMENTS: 'false' }).database).toMatchObject({ preparedStatements: false });
+    expect(loadConfig({ DATABASE_URL: url, DB_PREPARED_STATEMENTS: 'true' }).database).toMatchObject({ preparedStatements: true });
+    expect(loadConfig({ DATABASE_URL: url }).database).not.toHaveProperty('preparedStatements', false);
+    expect(() => loadConfig({ DATABASE_URL: url, DB_PREPARED_STATEMENTS: 'no' })).toThrow(/DB_PREPARED_STATEMENTS/);
+  });
+
   it('reads every variable it documents', () => {
     const config = loadConfig({
       PORT: '9000',

@@ -43,9 +43,35 @@ export function selectContextWindow<E extends WindowEvent>(
   budget: WindowBudget,
   sizes: readonly number[] = candidates.map(serializedSize),
 ): ContextWindow<E> {
+  const range = selectWindowRange(candidates, budget, sizes);
+  const newest = candidates.at(-1);
+  const events: (E & { truncated?: true })[] = !newest
+    ? []
+    : range.truncateNewest
+      ? [truncateText(newest, budget.maxChars)]
+      : candidates.slice(range.from);
+  return { events, omittedEvents: range.omittedEvents, startSeq: range.startSeq, endSeq: range.endSeq };
+}
+
+/** The window as positions in the candidates, for callers that hold the events as JSON text (the context read). */
+export interface WindowRange {
+  /** The window is candidates[from..]. */
+  from: number;
+  /** The window is the newest event alone, over budget: it must go through truncateText. */
+  truncateNewest: boolean;
+  omittedEvents: number;
+  startSeq: number;
+  endSeq: number;
+}
+
+/**
+ * selectContextWindow without building the answer: it reads only each candidate's seq and its
+ * function calls and responses (their id and name), and the sizes, which are required here.
+ */
+export function selectWindowRange(candidates: readonly WindowEvent[], budget: WindowBudget, sizes: readonly number[]): WindowRange {
   const windowStartSeq = budget.windowStartSeq ?? candidates[0]?.seq ?? 1;
   const newest = candidates.at(-1);
-  if (!newest) return { events: [], omittedEvents: 0, startSeq: windowStartSeq, endSeq: windowStartSeq - 1 };
+  if (!newest) return { from: 0, truncateNewest: false, omittedEvents: 0, startSeq: windowStartSeq, endSeq: windowStartSeq - 1 };
 
   const partnerOf = earliestCallIndexes(candidates);
   let chars = 0;
@@ -74,11 +100,12 @@ export function selectContextWindow<E extends WindowEvent>(
 
   // The newest event is always returned, cut to fit when it alone is over budget. Only here can a
   // response appear without its call: the pair did not fit, and an empty window helps nobody.
-  const events: (E & { truncated?: true })[] =
-    from < candidates.length ? candidates.slice(from) : [sizes.at(-1)! > budget.maxChars ? truncateText(newest, budget.maxChars) : newest];
-  const startSeq = events[0]!.seq;
+  const nothingFits = from === candidates.length;
+  if (nothingFits) from = candidates.length - 1;
+  const truncateNewest = nothingFits && sizes.at(-1)! > budget.maxChars;
+  const startSeq = candidates[from]!.seq;
   const endSeq = newest.seq;
-  return { events, omittedEvents: endSeq - windowStartSeq + 1 - events.length, startSeq, endSeq };
+  return { from, truncateNewest, omittedEvents: endSeq - windowStartSeq + 1 - (candidates.length - from), startSeq, endSeq };
 }
 
 /**

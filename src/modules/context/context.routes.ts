@@ -1,7 +1,7 @@
 // The agent's one call per turn: session, memo and a budgeted window of recent events (SPEC 4.7).
 import { errorResponses } from '../../http/schemas.js';
 import { etagOf, parseIfMatch } from '../../http/preconditions.js';
-import { viewSerializerCompiler } from '../../http/view-serializer.js';
+import { sendJsonText, viewSerializerCompiler } from '../../http/view-serializer.js';
 import type { AppDeps, ZodApp } from '../../http/zod-app.js';
 import { Session } from '../sessions/session.model.js';
 import { ContextIfMatchHeaders, ContextPath, ContextQuery, PutContextBody, SessionContext } from './context.schemas.js';
@@ -30,7 +30,7 @@ export async function contextRoutes(app: ZodApp, { db }: AppDeps): Promise<void>
     },
     async (request, reply) => {
       const context = await readContext(db, { accountId: request.principal.accountId, ...request.params }, request.query);
-      return reply.header('etag', etagOf(context.session.revision)).send(context);
+      return sendJsonText(reply.header('etag', etagOf(context.revision)), context.json);
     },
   );
 

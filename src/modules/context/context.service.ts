@@ -1,18 +1,37 @@
-// The agent's one call (SPEC 4.7): session, memo and a window of recent events from one snapshot,
-// and the application's writes of its window start and memo.
+// The agent's one call per turn (SPEC 4.7): session, memo and a window of recent events from one
+// snapshot, and the application's writes of its window start and memo.
+//
+// Round trips of GET …/context, the common path (the budget is met by the first page of events,
+// always so with maxEvents ≤ 101):
+//   1. authentication, the credential lookup (src/http/auth.ts; an in-process cache replaces it);
+//   2. the read, ONE statement (findSessionWithNewestEvents): the live session with its user's and
+//      its space's state, already as the API's JSON, and its newest events as JSON text. It is a
+//      named statement (src/db/prepared-statements.ts): planning it cost more than running it.
+// Authorization (src/http/authorization.ts) reads nothing for an allowed principal, and nothing
+// else looks the space up. Only on the way to an error: a missing session costs one more query
+// (findSpaceOrThrow), to tell ResourceNotFound.SessionSpace from ResourceNotFound.Session; a denied
+// principal costs the same lookup, to answer 404 rather than 403 for another account's space.
+// Only when the budget can use more events than the first page held (a large maxEvents and small
+// events): BEGIN REPEATABLE READ READ ONLY, the same statement, further pages, COMMIT.
+//
+// Node parses none of the answer: it measures each event's text (compactJsonLength, the same count
+// as JSON.stringify of the event), selects the window from the sizes and the events' call and
+// response ids, and joins the chosen texts. Only a newest event over budget on its own is parsed,
+// to cut its text (truncateText).
 import type { Transaction } from 'kysely';
 import type { Database } from '../../db/connect.js';
 import type { DB } from '../../db/schema.js';
 import { AppError, invalidParameter } from '../../errors.js';
 import { assertIfMatch } from '../../http/preconditions.js';
-import { type EventView, toEventView } from '../events/event.model.js';
-import { type SessionView, toSessionView } from '../sessions/session.model.js';
+import { compactJsonLength } from '../../lib/json-measure.js';
+import type { SessionView } from '../sessions/session.model.js';
+import type { SessionJsonRow } from '../sessions/session-json.repository.js';
 import { MEMO_MAX_BYTES, readSessionView } from '../sessions/sessions.service.js';
 import { findSpaceOrThrow } from '../spaces/space-lookup.js';
-import { selectContextWindow, serializedSize } from './context-window.js';
+import { type WindowEvent, type WindowPart, selectWindowRange, truncateText } from './context-window.js';
 import { lockSession } from '../sessions/sessions.repository.js';
-import { type SessionKey, findSessionWithNewestEvents, listNewestEvents, updateContextFields } from './context.repository.js';
-import type { ContextBudget, PutContextInput, SessionContextView } from './context.schemas.js';
+import { type EventJsonRow, type SessionKey, findSessionWithNewestEvents, listNewestEvents, updateContextFields } from './context.repository.js';
+import type { ContextBudget, PutContextInput } from './context.schemas.js';
 
 export type { SessionKey } from './context.repository.js';
 
@@ -25,6 +44,12 @@ export type { SessionKey } from './context.repository.js';
 const ASSUMED_EVENT_CHARS = 1000;
 const MAX_PAGE = 1000;
 
+/** The SessionContext answer as JSON text, sent as it is, and the revision for its ETag. */
+export interface SessionContextJson {
+  json: string;
+  revision: number;
+}
+
 /**
  * The session, its shared state and its events as one snapshot, even while appends go on. Events
  * are read newest first by keyset on the primary key, only as many as the budget can use, so the
@@ -34,53 +59,68 @@ const MAX_PAGE = 1000;
  * budget can use more events than that page held does the read start over in a REPEATABLE READ,
  * read-only transaction that pages on from the same snapshot.
  */
-export async function readContext(db: Database, key: SessionKey, budget: ContextBudget): Promise<SessionContextView> {
+export async function readContext(db: Database, key: SessionKey, budget: ContextBudget): Promise<SessionContextJson> {
   const firstPage = pageLimit(budget, { events: 0, chars: 0 });
-  const row = await findSessionWithNewestEvents(db, key, firstPage);
-  if (!row) throw await notFound(db, key);
-  const { newest_events: newest, user_state: user, app_state: app, ...sessionRow } = row;
-  const session = toSessionView(sessionRow, { user, app });
-  const candidates: Candidates = { events: [], sizes: [], chars: 0 };
-  for (const event of newest) addCandidate(candidates, toEventView({ ...event, event_time: new Date(event.event_time), create_time: new Date(event.create_time) }));
-  const lastRead = newest.at(-1)?.seq ?? session.eventCount + 1;
-  const complete = newest.length < firstPage || !wantsMore(candidates, { windowStartSeq: session.windowStartSeq, beforeSeq: lastRead, ...budget });
+  const read = await findSessionWithNewestEvents(db, key, firstPage);
+  if (!read) throw await notFound(db, key);
+  const { session, newest } = read;
+  const candidates = newCandidates();
+  for (const event of newest) addCandidate(candidates, event);
+  const lastRead = newest.at(-1)?.seq ?? session.event_count + 1;
+  const complete = newest.length < firstPage || !wantsMore(candidates, { windowStartSeq: session.window_start_seq, beforeSeq: lastRead, ...budget });
   return complete ? contextOf(session, candidates, budget) : readContextInSnapshot(db, key, budget);
 }
 
-function readContextInSnapshot(db: Database, key: SessionKey, budget: ContextBudget): Promise<SessionContextView> {
+function readContextInSnapshot(db: Database, key: SessionKey, budget: ContextBudget): Promise<SessionContextJson> {
   return db
     .transaction()
     .setIsolationLevel('repeatable read')
     .setAccessMode('read only')
     .execute(async (trx) => {
-      const session = await readSessionView(trx, key);
-      if (!session) throw await notFound(trx, key);
-      const candidates = await readCandidates(trx, key, { windowStartSeq: session.windowStartSeq, lastSeq: session.eventCount, ...budget });
-      return contextOf(session, candidates, budget);
+      const firstPage = pageLimit(budget, { events: 0, chars: 0 });
+      const read = await findSessionWithNewestEvents(trx, key, firstPage);
+      if (!read) throw await notFound(trx, key);
+      const candidates = newCandidates();
+      for (const event of read.newest) addCandidate(candidates, event);
+      const range = { windowStartSeq: read.session.window_start_seq, lastSeq: read.session.event_count, ...budget };
+      if (read.newest.length === firstPage) await readMoreCandidates(trx, key, candidates, range);
+      return contextOf(read.session, candidates, budget);
     });
 }
 
-function contextOf(session: SessionView, candidates: Candidates, budget: ContextBudget): SessionContextView {
+function contextOf(session: SessionJsonRow, candidates: Candidates, budget: ContextBudget): SessionContextJson {
   // Read newest first; the window wants them oldest first.
-  const window = selectContextWindow(candidates.events.reverse(), { ...budget, windowStartSeq: session.windowStartSeq }, candidates.sizes.reverse());
+  const { events, texts, sizes } = candidates;
+  events.reverse();
+  texts.reverse();
+  sizes.reverse();
+  const window = selectWindowRange(events, { ...budget, windowStartSeq: session.window_start_seq }, sizes);
+  const chosen = window.truncateNewest ? [JSON.stringify(truncateText(JSON.parse(texts.at(-1)!) as WindowEvent, budget.maxChars))] : texts.slice(window.from);
+  const windowJson = `{"startSeq":${window.startSeq},"endSeq":${window.endSeq},"omittedEvents":${window.omittedEvents}}`;
   return {
-    session,
-    memo: session.memo,
-    events: window.events,
-    window: { startSeq: window.startSeq, endSeq: window.endSeq, omittedEvents: window.omittedEvents },
+    json: `{"session":${session.session_json},"memo":${session.memo_json ?? 'null'},"events":[${chosen.join(',')}],"window":${windowJson}}`,
+    revision: session.revision,
   };
 }
 
-/** Events read so far, newest first, with their serialized sizes (measured once, reused by the selection). */
+/**
+ * Events read so far, newest first: what the selection looks at (seq, calls and responses), their
+ * JSON text and its size (JSON.stringify's count, measured once on the text).
+ */
 interface Candidates {
-  events: EventView[];
+  events: WindowEvent[];
+  texts: string[];
   sizes: number[];
   chars: number;
 }
 
-function addCandidate(candidates: Candidates, event: EventView): void {
-  const size = serializedSize(event);
-  candidates.events.push(event);
+const newCandidates = (): Candidates => ({ events: [], texts: [], sizes: [], chars: 0 });
+
+function addCandidate(candidates: Candidates, event: EventJsonRow): void {
+  const size = compactJsonLength(event.json);
+  const parts = event.window_parts === null ? undefined : (JSON.parse(event.window_parts) as WindowPart[]);
+  candidates.events.push(parts ? { seq: event.seq, content: { parts } } : { seq: event.seq });
+  candidates.texts.push(event.json);
   candidates.sizes.push(size);
   candidates.chars += size;
 }
@@ -101,22 +141,21 @@ function pageLimit(budget: ContextBudget, read: { events: number; chars: number 
   return Math.min(budget.maxEvents - read.events, wanted, MAX_PAGE);
 }
 
-/** The newest events from windowStartSeq on, newest first: enough that the window can never need an older one. */
-async function readCandidates(
+/** Reads older events, newest first, until the window can never need an older one. */
+async function readMoreCandidates(
   trx: Transaction<DB>,
   key: SessionKey,
+  candidates: Candidates,
   range: { windowStartSeq: number; lastSeq: number; maxChars: number; maxEvents: number },
-): Promise<Candidates> {
-  const candidates: Candidates = { events: [], sizes: [], chars: 0 };
-  let beforeSeq = range.lastSeq + 1;
+): Promise<void> {
+  let beforeSeq = candidates.events.at(-1)?.seq ?? range.lastSeq + 1;
   while (wantsMore(candidates, { ...range, beforeSeq })) {
     const limit = pageLimit(range, { events: candidates.events.length, chars: candidates.chars });
     const rows = await listNewestEvents(trx, key, { fromSeq: range.windowStartSeq, beforeSeq, limit });
-    for (const row of rows) addCandidate(candidates, toEventView(row));
+    for (const row of rows) addCandidate(candidates, row);
     if (rows.length < limit) break;
     beforeSeq = rows.at(-1)!.seq;
   }
-  return candidates;
 }
 
 /**

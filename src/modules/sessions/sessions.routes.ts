@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { invalidParameter } from '../../errors.js';
 import { errorResponses } from '../../http/schemas.js';
 import { etagOf, parseIfMatch } from '../../http/preconditions.js';
+import { sendJsonText } from '../../http/view-serializer.js';
 import type { AppDeps, ZodApp } from '../../http/zod-app.js';
 import { Session } from './session.model.js';
 import { CreateHeaders, IfMatchHeaders, SessionList, SessionParams, SpaceParams, UserParams, sessionSchemas } from './sessions.schemas.js';
@@ -97,7 +98,7 @@ export async function sessionsRoutes(app: ZodApp, { db, limits }: AppDeps): Prom
     },
     async (request, reply) => {
       const session = await describeSession(db, { accountId: request.principal.accountId, ...request.params });
-      return reply.header('etag', etagOf(session.revision)).send(session);
+      return sendJsonText(reply.header('etag', etagOf(session.revision)), session.json);
     },
   );
 

@@ -13,6 +13,7 @@ import { assertStateWithinLimit, lockSharedStates, saveSharedStates } from '../s
 import { applyMergePatch } from '../state/merge-patch.js';
 import { applyScopedDelta, scopesTouched, splitByScope } from '../state/scoped-state.js';
 import { type Metadata, metadataIssues } from './metadata-rules.js';
+import { findSessionJson } from './session-json.repository.js';
 import { type SessionView, toSessionView } from './session.model.js';
 import type { CreateSessionInput, ListSessionsQuery, ModifySessionInput } from './sessions.schemas.js';
 import {
@@ -100,10 +101,19 @@ export async function createSession(
   });
 }
 
-export async function describeSession(db: Database, key: SessionKey): Promise<SessionView> {
-  const session = await readSessionView(db, key);
+/**
+ * The describe path (GET …/sessions/:sessionId), per turn for many agents. Its round trips:
+ *   1. authentication, the credential lookup (src/http/auth.ts; an in-process cache replaces it);
+ *   2. the read, ONE statement (findSessionJson): the live session joined to its user's and its
+ *      space's state, written by PostgreSQL as the API's JSON, which the route sends as it is;
+ *      a named statement (src/db/prepared-statements.ts), planned once per connection.
+ * Authorization reads nothing for an allowed principal. Only for a missing session: one more
+ * query (findSpaceOrThrow), to tell ResourceNotFound.SessionSpace from ResourceNotFound.Session.
+ */
+export async function describeSession(db: Database, key: SessionKey): Promise<{ json: string; revision: number }> {
+  const session = await findSessionJson(db, key);
   if (!session) throw await notFound(db, key);
-  return session;
+  return { json: session.session_json, revision: session.revision };
 }
 
 /**
