@@ -1,8 +1,9 @@
 // The append's statement: one call of append_events() (migrations/0004_append_in_database.sql),
 // and the database's answers to it turned into the API's (the SQLSTATEs it raises, at this
 // boundary).
-import { type Transaction, sql } from 'kysely';
+import { CompiledQuery, type Transaction } from 'kysely';
 import type { Database } from '../../db/connect.js';
+import { preparedStatement } from '../../db/prepared-statements.js';
 import type { DB, JsonObject, JsonValue } from '../../db/schema.js';
 import { AppError } from '../../errors.js';
 import { preconditionFailed } from '../../http/preconditions.js';
@@ -37,6 +38,9 @@ export class StoredEventIdError extends Error {
   override name = 'StoredEventIdError';
 }
 
+// A named statement (src/db/prepared-statements.ts): parsed and planned once per connection.
+const APPEND_EVENTS = preparedStatement('append_events', 'SELECT * FROM append_events($1, $2, $3, $4, $5::jsonb, $6::bigint[], $7)');
+
 const EVENT_ID_CONSTRAINT = 'events_account_id_space_id_user_id_session_id_event_id_key';
 
 /**
@@ -54,10 +58,8 @@ export async function appendInDatabase(
   stateLimit: number,
 ): Promise<AppendedSession | undefined> {
   try {
-    const result = await sql<AppendedSession>`
-      SELECT * FROM append_events(${key.accountId}, ${key.spaceId}, ${key.userId}, ${key.sessionId},
-                                  ${JSON.stringify(events)}::jsonb, ${ifMatch ?? null}::bigint[], ${stateLimit})
-    `.execute(db);
+    const parameters = [key.accountId, key.spaceId, key.userId, key.sessionId, JSON.stringify(events), ifMatch ?? null, stateLimit];
+    const result = await db.executeQuery<AppendedSession>(CompiledQuery.raw(APPEND_EVENTS, parameters));
     return result.rows[0];
   } catch (error) {
     throw translated(error, stateLimit);
