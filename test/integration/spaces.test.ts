@@ -176,8 +176,12 @@ describe('spaces validation', () => {
 describe('spaces list filters and paging', () => {
   it('filters by exact name, nameLike and descriptionLike with %, _ and \\ taken literally', async () => {
     const { account, token } = await freshAccount();
-    const make = async (name: string, description = '') =>
-      (await t.request({ method: 'POST', url: '/v1/spaces', token, payload: { name, description } })).json().spaceId as string;
+    // Spaces are listed by createTime, then id: each is created in a later millisecond than the one
+    // before, so the expected order is the order of creation.
+    const make = async (name: string, description = '') => {
+      await new Promise((resolve) => setTimeout(resolve, 2));
+      return (await t.request({ method: 'POST', url: '/v1/spaces', token, payload: { name, description } })).json().spaceId as string;
+    };
     const a = await make('alpha', '100% done');
     const b = await make('alpha_beta', '100 percent');
     const c = await make('alphaXbeta', 'a\\b path');

@@ -3,7 +3,12 @@ import type { Database } from '../../src/db/connect.js';
 import type { JsonObject } from '../../src/db/schema.js';
 import { newSpaceId } from '../../src/lib/ids.js';
 
+/**
+ * A space of the account. Spaces list by createTime (milliseconds), then by id: each fixture space
+ * is inserted in a later millisecond than the one before, so tests may expect creation order.
+ */
 export async function insertSpace(db: Database, accountId: string, name = 'fixture space'): Promise<string> {
+  await new Promise((resolve) => setTimeout(resolve, 2));
   const spaceId = newSpaceId();
   await db.insertInto('session_spaces').values({ account_id: accountId, space_id: spaceId, name }).execute();
   return spaceId;
