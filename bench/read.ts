@@ -17,7 +17,7 @@
 // Creates and drops its own database (BENCH_KEEP=1 keeps it, to look at plans by hand).
 // Environment: BENCH_READ_CASES (a comma-separated choice of describe, context, events, sessions;
 // default all four: without `sessions` no big space is seeded, and the ratios take seconds to
-// measure), BENCH_N (reads per case, default 300), BENCH_SESSIONS (sessions in the big space,
+// measure), BENCH_N (reads per case, default 300), BENCH_WARMUP (untimed reads per case before them, default 300), BENCH_CPU_PROF (a directory: the server writes a .cpuprofile there when it stops), BENCH_SESSIONS (sessions in the big space,
 // default 1,000,000), BENCH_SMALL_SESSIONS (default 10,000), BENCH_EVENT_SIZES (default
 // 100,10000,100000), BENCH_PAGE_DEPTH (which page of a session list is "a later page", default 10),
 // BENCH_PLANS=full to print every plan in full (default: full plans for sessions and events
@@ -42,6 +42,10 @@ const SELECTED = new Set((process.env.BENCH_READ_CASES ?? CASE_GROUPS.join(','))
 for (const name of SELECTED) if (!(CASE_GROUPS as readonly string[]).includes(name)) throw new Error(`BENCH_READ_CASES: unknown case ${name} (known: ${CASE_GROUPS.join(', ')})`);
 const selected = (group: CaseGroup) => SELECTED.has(group);
 const N = Number(process.env.BENCH_N ?? 300);
+// Untimed reads of each case before its timed ones: the first case measured otherwise pays for the
+// server's JIT warm-up (50 were not enough: the first context case read 1.5x slower than the same
+// case measured second).
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 300);
 const BIG_SESSIONS = Number(process.env.BENCH_SESSIONS ?? 1_000_000);
 const SMALL_SESSIONS = Number(process.env.BENCH_SMALL_SESSIONS ?? 10_000);
 const EVENT_SIZES = (process.env.BENCH_EVENT_SIZES ?? '100,10000,100000').split(',').map(Number);
@@ -139,7 +143,10 @@ async function main(): Promise<void> {
     await tracer.ready();
     const port = await freePort();
     // The longest keep-alive the server allows, so the one connection outlives the EXPLAIN pauses.
-    server = startServer(url, port, { env: { HTTP_KEEP_ALIVE_TIMEOUT_MS: '5000' } });
+    server = startServer(url, port, {
+      env: { HTTP_KEEP_ALIVE_TIMEOUT_MS: '5000' },
+      nodeArgs: process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [],
+    });
     const base = `http://127.0.0.1:${port}`;
     await waitReady(base, server);
     const headers = { authorization: `Bearer ${account.rootCredential.token}` };
@@ -156,7 +163,7 @@ async function main(): Promise<void> {
       return res.json() as Record<string, unknown>;
     };
 
-    console.log(`PostgreSQL ${(await raw.query('SHOW server_version')).rows[0].server_version}, database ${name}, cases ${[...SELECTED].join(', ')}, N=${N} reads per case (after 50 warm-up reads)`);
+    console.log(`PostgreSQL ${(await raw.query('SHOW server_version')).rows[0].server_version}, database ${name}, cases ${[...SELECTED].join(', ')}, N=${N} reads per case (after ${WARMUP} warm-up reads)`);
     const bigSpace = account.defaultSpaceId;
     // Without the list cases, one space of BENCH_SMALL_SESSIONS is enough to describe a session in.
     const bigCount = selected('sessions') ? BIG_SESSIONS : SMALL_SESSIONS;
@@ -258,7 +265,7 @@ async function main(): Promise<void> {
           },
         ];
         if (item.raw) contestants.push(() => item.raw!(db));
-        const [serviceLatency, replayLatency, rawLatency] = await timeInterleaved(N, contestants);
+        const [serviceLatency, replayLatency, rawLatency] = await timeInterleaved(N, contestants, WARMUP);
         const versusRaw = rawLatency ? `, raw p50 ${ms(rawLatency.p50)} ms (service ÷ raw ${(serviceLatency!.p50 / rawLatency.p50).toFixed(2)})` : '';
         console.log(
           `\n## ${item.group} (${item.size}): service p50 ${ms(serviceLatency!.p50)} ms${versusRaw}, replay p50 ${ms(replayLatency!.p50)} ms, ` +
