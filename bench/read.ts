@@ -22,6 +22,7 @@
 // 100,10000,100000), BENCH_PAGE_DEPTH (which page of a session list is "a later page", default 10),
 // BENCH_PLANS=full to print every plan in full (default: full plans for sessions and events
 // statements, one line for the others).
+import { randomBytes } from 'node:crypto';
 import type { ChildProcess } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
 import { type CompiledQuery, Kysely, type LogEvent, PostgresDialect } from 'kysely';
@@ -139,7 +140,7 @@ async function main(): Promise<void> {
   try {
     await migrateToLatest(handle.db);
     const account = await createAccount(handle.db, 'bench');
-    const tracer = await buildApp({ db: recorder, limits: { ...DEFAULT_LIMITS, rateLimitMax: 0 } });
+    const tracer = await buildApp({ db: recorder, pageTokenKey: randomBytes(32), limits: { ...DEFAULT_LIMITS, rateLimitMax: 0 } });
     await tracer.ready();
     const port = await freePort();
     // The longest keep-alive the server allows, so the one connection outlives the EXPLAIN pauses.

@@ -16,6 +16,7 @@ import { registerRateLimit } from './http/rate-limit.js';
 import { registerRequestTextRules } from './http/request-text.js';
 import type { AppDeps, ZodApp } from './http/zod-app.js';
 import type { PoolStats } from './lib/metrics-registry.js';
+import { PageTokens } from './lib/page-token.js';
 import { authenticate } from './modules/accounts/accounts.service.js';
 import type { ListeningCredentialCache } from './modules/accounts/credential-cache-listener.js';
 import { healthRoutes } from './modules/health/health.routes.js';
@@ -26,6 +27,8 @@ export interface BuildAppOptions {
   limits: Limits;
   /** CREDENTIAL_MASTER_KEY (32 bytes): new secret keys are also stored encrypted under it. */
   credentialMasterKey?: Buffer | undefined;
+  /** The key page tokens are signed with (HMAC-SHA256, at least 32 bytes): PAGE_TOKEN_KEY or a generated one. */
+  pageTokenKey: Buffer;
   /** A pino logger, or false for none (tests). */
   logger?: FastifyBaseLogger | false;
   /** The database pool, read by the /metrics pool gauges; without it they are left out. */
@@ -41,7 +44,7 @@ export interface BuildAppOptions {
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
-export async function buildApp({ db, limits, credentialMasterKey, logger = false, pool, metricsToken, credentialCache }: BuildAppOptions): Promise<FastifyInstance> {
+export async function buildApp({ db, limits, credentialMasterKey, pageTokenKey, logger = false, pool, metricsToken, credentialCache }: BuildAppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     ...(logger ? { loggerInstance: logger } : { logger: false }),
     bodyLimit: limits.bodyBytes,
@@ -113,6 +116,7 @@ export async function buildApp({ db, limits, credentialMasterKey, logger = false
     db,
     limits,
     credentialMasterKey,
+    pageTokens: new PageTokens(pageTokenKey),
     metrics,
     credentialChangesApplied: credentialCache ? () => credentialCache.catchUp() : async () => {},
   };

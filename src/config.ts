@@ -24,6 +24,11 @@ const environmentSchema = z.object({
     .string()
     .refine((value) => /^[A-Za-z0-9+/]+={0,2}$/.test(value) && Buffer.from(value, 'base64').length === 32, 'must be the base64 encoding of exactly 32 bytes (e.g. `openssl rand -base64 32`)')
     .optional(),
+  // Signs page tokens (HMAC-SHA256). Unset: generated into DATA_DIR in embedded mode, per process with PostgreSQL.
+  PAGE_TOKEN_KEY: z
+    .string()
+    .refine((value) => /^[A-Za-z0-9+/]+={0,2}$/.test(value) && Buffer.from(value, 'base64').length >= 32, 'must be the base64 encoding of at least 32 bytes (e.g. `openssl rand -base64 32`)')
+    .optional(),
   // Optional: unset, GET /metrics is open like /healthz (SPEC §3); set, a scrape needs it as a bearer token.
   METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   DB_POOL_MAX: int(1, 10),
@@ -86,6 +91,8 @@ export interface Config {
   rootApiKey: string | undefined;
   /** 32 bytes from CREDENTIAL_MASTER_KEY, or undefined when it is not set. */
   credentialMasterKey: Buffer | undefined;
+  /** The bytes of PAGE_TOKEN_KEY, or undefined when it is not set (server.ts then chooses one). */
+  pageTokenKey: Buffer | undefined;
   /** METRICS_TOKEN, or undefined when /metrics is open. */
   metricsToken: string | undefined;
   limits: Limits;
@@ -149,6 +156,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     logLevel: e.LOG_LEVEL,
     rootApiKey: e.ROOT_API_KEY,
     credentialMasterKey: e.CREDENTIAL_MASTER_KEY ? Buffer.from(e.CREDENTIAL_MASTER_KEY, 'base64') : undefined,
+    pageTokenKey: e.PAGE_TOKEN_KEY ? Buffer.from(e.PAGE_TOKEN_KEY, 'base64') : undefined,
     metricsToken: e.METRICS_TOKEN,
     limits: limitsFrom(e),
     sweeper: { intervalMs: e.SWEEP_INTERVAL_MS, batchSize: e.SWEEP_BATCH_SIZE },

@@ -8,6 +8,7 @@ import { migrateToLatest } from './db/migrate.js';
 import { ensureEmbeddedAccount } from './modules/accounts/accounts.service.js';
 import { startCredentialCache } from './modules/accounts/credential-cache-listener.js';
 import { type ExpirySweeper, startExpirySweeper } from './modules/sessions/expiry-sweeper.js';
+import { resolvePageTokenKey } from './page-token-key.js';
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
@@ -16,6 +17,8 @@ async function main(): Promise<void> {
   const database = await openDatabase(config.database);
   const applied = await migrateToLatest(database.db);
   logger.info({ backend: database.kind, applied }, 'database ready');
+  // After the database: in embedded mode the data directory exists now.
+  const pageTokenKey = await resolvePageTokenKey(config, logger);
 
   // The embedded mode (and any setup that pins ROOT_API_KEY) gets a ready `default` account.
   if (database.kind === 'pglite' || config.rootApiKey) {
@@ -35,6 +38,7 @@ async function main(): Promise<void> {
     metricsToken: config.metricsToken,
     limits: config.limits,
     credentialMasterKey: config.credentialMasterKey,
+    pageTokenKey,
     logger,
     credentialCache,
   });

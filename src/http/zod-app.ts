@@ -4,6 +4,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Limits } from '../config.js';
 import type { Database } from '../db/connect.js';
 import type { AppMetrics } from '../lib/metrics-registry.js';
+import type { PageTokens } from '../lib/page-token.js';
 
 /** A Fastify instance whose route schemas are zod schemas. */
 export type ZodApp = FastifyInstance<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger, ZodTypeProvider>;
@@ -14,6 +15,8 @@ export interface AppDeps {
   limits: Limits;
   /** Encrypts the stored copy of new secret keys; none is stored without it. */
   credentialMasterKey?: Buffer | undefined;
+  /** Signs and checks the lists' page tokens under the server's key. */
+  pageTokens: PageTokens;
   /** This app's Prometheus instruments (GET /metrics). */
   metrics: AppMetrics;
   /**

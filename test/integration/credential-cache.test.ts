@@ -18,6 +18,7 @@ import { CREDENTIALS_CHANNEL, type ListeningCredentialCache, startCredentialCach
 import { insertSpace } from '../support/fixtures.js';
 import { sleep } from '../support/service-process.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+import { TEST_PAGE_TOKEN_KEY } from '../support/test-app.js';
 
 const backend = inject('testBackend');
 const DEADLINE_MS = 1_000;
@@ -43,7 +44,7 @@ let spaceId: string;
 const measured: Record<string, number> = {};
 
 async function instance(handle: DatabaseHandle, cache: ListeningCredentialCache | undefined): Promise<Instance> {
-  const app = await buildApp({ db: handle.db, limits: { ...DEFAULT_LIMITS, rateLimitMax: 0 }, credentialCache: cache });
+  const app = await buildApp({ db: handle.db, pageTokenKey: TEST_PAGE_TOKEN_KEY, limits: { ...DEFAULT_LIMITS, rateLimitMax: 0 }, credentialCache: cache });
   await app.ready();
   return {
     app,

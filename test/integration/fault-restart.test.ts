@@ -11,6 +11,7 @@ import { openDatabase } from '../../src/db/connect.js';
 import { issueCredential } from '../../src/modules/accounts/credentials.js';
 import { type PrivateCluster, createPrivateCluster, findPostgresBinaries } from '../support/private-cluster.js';
 import { type ServiceProcess, freePort, killServiceProcess, sleep, startServiceProcess, waitUntilReady } from '../support/service-process.js';
+import { TEST_PAGE_TOKEN_KEY } from '../support/test-app.js';
 
 const CONNECT_TIMEOUT_MS = 1_000;
 const STATEMENT_TIMEOUT_MS = 3_000;
@@ -306,7 +307,7 @@ describe('a database that accepts connections but never answers', () => {
     await new Promise<void>((resolve) => blackHole.listen(0, '127.0.0.1', resolve));
     const { port } = blackHole.address() as AddressInfo;
     const handle = await openDatabase({ kind: 'postgres', url: `postgres://postgres@127.0.0.1:${port}/x`, poolMax: 2, statementTimeoutMs: 1_000, connectTimeoutMs: 300 });
-    const app = await buildApp({ db: handle.db, limits: DEFAULT_LIMITS });
+    const app = await buildApp({ db: handle.db, pageTokenKey: TEST_PAGE_TOKEN_KEY, limits: DEFAULT_LIMITS });
     try {
       for (const request of [
         { method: 'GET' as const, url: '/readyz' },

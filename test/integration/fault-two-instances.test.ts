@@ -11,6 +11,7 @@ import { DEFAULT_LIMITS } from '../../src/config.js';
 import { type DatabaseHandle, openDatabase } from '../../src/db/connect.js';
 import { type CreatedAccount, createAccount } from '../../src/modules/accounts/accounts.service.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+import { TEST_PAGE_TOKEN_KEY } from '../support/test-app.js';
 
 const POOL_MAX = 5;
 const USERS = ['ada', 'bob'];
@@ -43,7 +44,7 @@ beforeAll(async () => {
     ['A', database],
     ['B', second ?? database],
   ] as const) {
-    const app = await buildApp({ db: handle.db, limits: { ...DEFAULT_LIMITS, rateLimitMax: 0 } });
+    const app = await buildApp({ db: handle.db, pageTokenKey: TEST_PAGE_TOKEN_KEY, limits: { ...DEFAULT_LIMITS, rateLimitMax: 0 } });
     await app.listen({ port: 0, host: '127.0.0.1' });
     instances.push({ name, app, handle, baseUrl: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}` });
   }

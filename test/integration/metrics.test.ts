@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/app.js';
 import { ConfigError, DEFAULT_LIMITS, loadConfig } from '../../src/config.js';
 import { insertSession } from '../support/fixtures.js';
-import { createTestApp, type TestApp } from '../support/test-app.js';
+import { createTestApp, type TestApp, TEST_PAGE_TOKEN_KEY } from '../support/test-app.js';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -170,7 +170,7 @@ describe('a second app in the same process', () => {
   const TOKEN = `metrics-token-${randomUUID()}`;
   let other: FastifyInstance;
   beforeAll(async () => {
-    other = await buildApp({ db: t.db, limits: DEFAULT_LIMITS, metricsToken: TOKEN });
+    other = await buildApp({ db: t.db, pageTokenKey: TEST_PAGE_TOKEN_KEY, limits: DEFAULT_LIMITS, metricsToken: TOKEN });
     await other.ready();
   });
   afterAll(async () => other.close());

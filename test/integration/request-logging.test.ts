@@ -8,6 +8,7 @@ import { buildApp } from '../../src/app.js';
 import { DEFAULT_LIMITS } from '../../src/config.js';
 import { type CreatedAccount, createAccount } from '../../src/modules/accounts/accounts.service.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+import { TEST_PAGE_TOKEN_KEY } from '../support/test-app.js';
 
 interface LogLine {
   level: number;
@@ -33,7 +34,7 @@ beforeAll(async () => {
       done();
     },
   });
-  app = await buildApp({ db: database.db, limits: DEFAULT_LIMITS, logger: pino({ level: 'info' }, stream) });
+  app = await buildApp({ db: database.db, pageTokenKey: TEST_PAGE_TOKEN_KEY, limits: DEFAULT_LIMITS, logger: pino({ level: 'info' }, stream) });
   await app.ready();
   account = await createAccount(database.db, 'logging');
 });

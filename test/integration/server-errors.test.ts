@@ -5,7 +5,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.js';
 import { DEFAULT_LIMITS } from '../../src/config.js';
 import { type DatabaseHandle, openDatabase } from '../../src/db/connect.js';
-import { createTestApp, type TestApp } from '../support/test-app.js';
+import { createTestApp, type TestApp, TEST_PAGE_TOKEN_KEY } from '../support/test-app.js';
 
 describe('an unreachable database', () => {
   let database: DatabaseHandle;
@@ -13,7 +13,7 @@ describe('an unreachable database', () => {
   beforeAll(async () => {
     // Port 1 on loopback: nothing listens, connections are refused at once.
     database = await openDatabase({ kind: 'postgres', url: 'postgres://nobody@127.0.0.1:1/none', poolMax: 2, statementTimeoutMs: 1000, connectTimeoutMs: 1000 });
-    app = await buildApp({ db: database.db, limits: DEFAULT_LIMITS });
+    app = await buildApp({ db: database.db, pageTokenKey: TEST_PAGE_TOKEN_KEY, limits: DEFAULT_LIMITS });
     await app.ready();
   });
   afterAll(async () => {
@@ -49,7 +49,7 @@ describe('an unexpected failure', () => {
   afterAll(async () => t.close());
 
   it('answers 500 InternalError without the internal message', async () => {
-    const app = await buildApp({ db: t.db, limits: DEFAULT_LIMITS });
+    const app = await buildApp({ db: t.db, pageTokenKey: TEST_PAGE_TOKEN_KEY, limits: DEFAULT_LIMITS });
     app.get('/boom', async () => {
       throw new Error('relation "secret_internal_table" does not exist');
     });

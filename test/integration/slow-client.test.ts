@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/app.js';
 import { DEFAULT_LIMITS, loadConfig } from '../../src/config.js';
-import { createTestApp, type TestApp } from '../support/test-app.js';
+import { createTestApp, type TestApp, TEST_PAGE_TOKEN_KEY } from '../support/test-app.js';
 
 const HEADERS_TIMEOUT_MS = 500;
 const REQUEST_TIMEOUT_MS = 1_200;
@@ -168,7 +168,7 @@ describe('slow clients', () => {
 describe('timeout configuration', () => {
   it('applies the configured timeouts to the HTTP server', async () => {
     const config = loadConfig({ HTTP_HEADERS_TIMEOUT_MS: '4000', HTTP_REQUEST_TIMEOUT_MS: '9000', HTTP_KEEP_ALIVE_TIMEOUT_MS: '2500' });
-    const app = await buildApp({ db: t.db, limits: config.limits });
+    const app = await buildApp({ db: t.db, pageTokenKey: TEST_PAGE_TOKEN_KEY, limits: config.limits });
     try {
       expect(app.server.headersTimeout).toBe(4000);
       expect(app.server.requestTimeout).toBe(9000);
@@ -179,7 +179,7 @@ describe('timeout configuration', () => {
   });
 
   it('uses 10 s for headers, 30 s for a whole request and 5 s for keep-alive by default', async () => {
-    const app = await buildApp({ db: t.db, limits: DEFAULT_LIMITS });
+    const app = await buildApp({ db: t.db, pageTokenKey: TEST_PAGE_TOKEN_KEY, limits: DEFAULT_LIMITS });
     try {
       expect([app.server.headersTimeout, app.server.requestTimeout, app.server.keepAliveTimeout]).toEqual([10_000, 30_000, 5_000]);
     } finally {

@@ -25,6 +25,9 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
+/** The page-token key of every test app, so a test can sign a token of its own (test/integration/page-token-forgery.test.ts). */
+export const TEST_PAGE_TOKEN_KEY = Buffer.alloc(32, 7);
+
 let accountCounter = 0;
 
 export async function createTestApp(
@@ -44,6 +47,7 @@ export async function createTestApp(
     pool: database.pool,
     limits: { ...DEFAULT_LIMITS, ...options.limits },
     credentialMasterKey: options.credentialMasterKey,
+    pageTokenKey: TEST_PAGE_TOKEN_KEY,
     logger: options.logger ?? false,
     credentialCache,
   });

@@ -136,4 +136,16 @@ describe('loadConfig', () => {
     expect(error.message).toMatch(/ROOT_API_KEY:/);
     expect(error.message).not.toContain(secretLooking);
   });
+
+  it('reads PAGE_TOKEN_KEY as bytes, and refuses one under 32 bytes naming the variable but not the value', () => {
+    const key = Buffer.alloc(48, 9).toString('base64');
+    expect(loadConfig({ PAGE_TOKEN_KEY: key }).pageTokenKey).toEqual(Buffer.alloc(48, 9));
+    expect(loadConfig({}).pageTokenKey).toBeUndefined();
+    const short = Buffer.alloc(31, 9).toString('base64');
+    for (const bad of [short, 'not base64!', `${key}==x`]) {
+      const error = configErrorFor({ PAGE_TOKEN_KEY: bad });
+      expect(error.message).toMatch(/PAGE_TOKEN_KEY: must be the base64 encoding of at least 32 bytes/);
+      expect(error.message).not.toContain(bad);
+    }
+  });
 });

@@ -19,7 +19,7 @@ import { getSessionEvent, listSessionEvents } from './events.service.js';
 
 const EVENTS = '/spaces/:spaceId/users/:userId/sessions/:sessionId/events';
 
-export async function eventsRoutes(app: ZodApp, { db, limits, metrics }: AppDeps): Promise<void> {
+export async function eventsRoutes(app: ZodApp, { db, limits, metrics, pageTokens }: AppDeps): Promise<void> {
   app.post(
     EVENTS,
     {
@@ -82,7 +82,7 @@ export async function eventsRoutes(app: ZodApp, { db, limits, metrics }: AppDeps
         },
       },
     },
-    async (request) => listSessionEvents(db, { accountId: request.principal.accountId, ...request.params }, request.query),
+    async (request) => listSessionEvents(db, pageTokens, { accountId: request.principal.accountId, ...request.params }, request.query),
   );
 
   app.get(

@@ -2,7 +2,7 @@
 // append.service.ts.
 import type { Database } from '../../db/connect.js';
 import { AppError } from '../../errors.js';
-import { decodePageToken, encodePageToken } from '../../http/page-token.js';
+import type { PageTokens } from '../../lib/page-token.js';
 import { findSpaceOrThrow } from '../spaces/space-lookup.js';
 import { type EventView, toEventView } from './event.model.js';
 import { type EventFilters, type SessionKey, countEvents, findEvent, findLiveSession, listEvents } from './events.repository.js';
@@ -16,11 +16,11 @@ export interface ListEventsResult {
   totalCount?: number;
 }
 
-export async function listSessionEvents(db: Database, key: SessionKey, query: ListEventsQueryValue): Promise<ListEventsResult> {
+export async function listSessionEvents(db: Database, tokens: PageTokens, key: SessionKey, query: ListEventsQueryValue): Promise<ListEventsResult> {
   const { pageSize, pageToken, includeTotal, ...shape } = query;
   // The token is bound to the session and to everything that shapes the result except the page size.
   const fingerprint = { accountId: key.accountId, spaceId: key.spaceId, userId: key.userId, sessionId: key.sessionId, ...shape };
-  const cursorSeq = pageToken === undefined ? undefined : seqFromToken(decodePageToken(pageToken, fingerprint));
+  const cursorSeq = pageToken === undefined ? undefined : tokens.decode(pageToken, fingerprint, ['seq'])[0];
   await requireLiveSession(db, key);
 
   const filters: EventFilters = {
@@ -33,7 +33,7 @@ export async function listSessionEvents(db: Database, key: SessionKey, query: Li
   const rows = await listEvents(db, key, filters, { order: query.order, cursorSeq, limit: pageSize + 1 });
   const page = rows.slice(0, pageSize);
   const result: ListEventsResult = { events: page.map(toEventView) };
-  if (rows.length > pageSize) result.nextPageToken = encodePageToken(fingerprint, [page[page.length - 1]!.seq]);
+  if (rows.length > pageSize) result.nextPageToken = tokens.encode(fingerprint, [page[page.length - 1]!.seq]);
   if (includeTotal) result.totalCount = await countEvents(db, key, filters);
   return result;
 }
@@ -50,14 +50,4 @@ async function requireLiveSession(db: Database, key: SessionKey): Promise<void> 
   if (await findLiveSession(db, key)) return;
   await findSpaceOrThrow(db, key.accountId, key.spaceId);
   throw new AppError('ResourceNotFound.Session', `Session ${key.sessionId} of user ${key.userId} was not found.`);
-}
-
-function seqFromToken(position: (string | number)[]): number {
-  const [seq] = position;
-  if (position.length !== 1 || typeof seq !== 'number' || !Number.isSafeInteger(seq)) {
-    throw new AppError('InvalidParameter.PageToken', 'pageToken is invalid: it is not a token of this list.', {
-      details: { issues: [{ field: 'pageToken', message: 'it is not a token of this list' }] },
-    });
-  }
-  return seq;
 }

@@ -35,7 +35,7 @@ const tags = ['iam'];
 const BODY_ERRORS = ['LimitExceeded.RequestSize', 'UnsupportedMediaType'] as const;
 const deleted = z.null().describe('Deleted.');
 
-export async function iamRoutes(app: ZodApp, { db, credentialMasterKey, credentialChangesApplied }: AppDeps): Promise<void> {
+export async function iamRoutes(app: ZodApp, { db, credentialMasterKey, credentialChangesApplied, pageTokens }: AppDeps): Promise<void> {
   // A change that can stop a credential working answers once this instance's credential cache has
   // dropped what it changed: the next request here sees it, whatever the notification's latency.
   const onceApplied = async <T>(change: Promise<T>): Promise<T> => {
@@ -71,7 +71,7 @@ export async function iamRoutes(app: ZodApp, { db, credentialMasterKey, credenti
         response: { 200: ListSubAccountsResponse, ...errorResponses('InvalidParameter.PageToken', 'UnauthorizedOperation') },
       },
     },
-    async (request) => listSubAccountsPage(db, request.principal.accountId, request.query),
+    async (request) => listSubAccountsPage(db, pageTokens, request.principal.accountId, request.query),
   );
 
   app.get(

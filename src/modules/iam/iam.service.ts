@@ -5,7 +5,7 @@ import type { Transaction } from 'kysely';
 import type { Database } from '../../db/connect.js';
 import type { DB } from '../../db/schema.js';
 import { AppError } from '../../errors.js';
-import { decodePageToken, encodePageToken } from '../../http/page-token.js';
+import type { PageTokens } from '../../lib/page-token.js';
 import { uuidv7 } from '../../lib/ids.js';
 import { ROOT_PRINCIPAL_ID } from '../accounts/accounts.repository.js';
 import { hashSecretKey, issueCredential } from '../accounts/credentials.js';
@@ -66,26 +66,16 @@ export interface SubAccountPage {
   totalCount?: number;
 }
 
-export async function listSubAccountsPage(db: Database, accountId: string, input: ListSubAccountsInput): Promise<SubAccountPage> {
+export async function listSubAccountsPage(db: Database, tokens: PageTokens, accountId: string, input: ListSubAccountsInput): Promise<SubAccountPage> {
   const tokenQuery = { list: 'subaccounts', accountId };
-  const afterId = input.pageToken ? toCursor(decodePageToken(input.pageToken, tokenQuery)) : undefined;
+  const afterId = input.pageToken ? tokens.decode(input.pageToken, tokenQuery, ['id'])[0] : undefined;
   const rows = await listSubAccounts(db, accountId, afterId, input.pageSize + 1);
   const page = rows.slice(0, input.pageSize);
   const last = page.at(-1);
   const result: SubAccountPage = { subAccounts: page.map(toSubAccountView) };
-  if (rows.length > input.pageSize && last) result.nextPageToken = encodePageToken(tokenQuery, [last.principal_id]);
+  if (rows.length > input.pageSize && last) result.nextPageToken = tokens.encode(tokenQuery, [last.principal_id]);
   if (input.includeTotal) result.totalCount = await countSubAccounts(db, accountId);
   return result;
-}
-
-function toCursor(position: (string | number)[]): string {
-  const [afterId] = position;
-  if (position.length !== 1 || typeof afterId !== 'string') {
-    throw new AppError('InvalidParameter.PageToken', 'pageToken is invalid: it is not a token of this list.', {
-      details: { issues: [{ field: 'pageToken', message: 'it is not a token of this list' }] },
-    });
-  }
-  return afterId;
 }
 
 /** Its credentials and its policy are deleted with it (ON DELETE CASCADE): they stop working at once. */

@@ -12,7 +12,7 @@ import { createSession, deleteSession, describeSession, listSessions, modifySess
 const USER_SESSIONS = '/spaces/:spaceId/users/:userId/sessions';
 const ONE_SESSION = `${USER_SESSIONS}/:sessionId`;
 
-export async function sessionsRoutes(app: ZodApp, { db, limits }: AppDeps): Promise<void> {
+export async function sessionsRoutes(app: ZodApp, { db, limits, pageTokens }: AppDeps): Promise<void> {
   const schemas = sessionSchemas(limits);
 
   app.post(
@@ -64,7 +64,7 @@ export async function sessionsRoutes(app: ZodApp, { db, limits }: AppDeps): Prom
     },
     async (request) => {
       const { spaceId, userId } = request.params;
-      return listSessions(db, limits, { accountId: request.principal.accountId, spaceId, userId }, request.query);
+      return listSessions(db, limits, pageTokens, { accountId: request.principal.accountId, spaceId, userId }, request.query);
     },
   );
 
@@ -81,7 +81,7 @@ export async function sessionsRoutes(app: ZodApp, { db, limits }: AppDeps): Prom
         response: { 200: SessionList, ...errorResponses('InvalidParameter.PageToken', 'ResourceNotFound.SessionSpace') },
       },
     },
-    async (request) => listSessions(db, limits, { accountId: request.principal.accountId, spaceId: request.params.spaceId }, request.query),
+    async (request) => listSessions(db, limits, pageTokens, { accountId: request.principal.accountId, spaceId: request.params.spaceId }, request.query),
   );
 
   app.get(

@@ -5,7 +5,7 @@ import type { Limits } from '../../config.js';
 import type { Database } from '../../db/connect.js';
 import type { DB, JsonObject, SessionRow } from '../../db/schema.js';
 import { AppError, invalidParameter } from '../../errors.js';
-import { decodePageToken, encodePageToken } from '../../http/page-token.js';
+import type { PageTokens } from '../../lib/page-token.js';
 import { assertIfMatch, etagOf } from '../../http/preconditions.js';
 import { newSessionId } from '../../lib/ids.js';
 import { findSpaceOrThrow } from '../spaces/space-lookup.js';
@@ -179,6 +179,7 @@ export interface SessionPage {
 export async function listSessions(
   db: Database,
   limits: Limits,
+  tokens: PageTokens,
   scope: { accountId: string; spaceId: string; userId?: string },
   query: ListSessionsQuery,
 ): Promise<SessionPage> {
@@ -199,7 +200,7 @@ export async function listSessions(
     orderBy: query.orderBy,
     order: query.order,
   };
-  const after = query.pageToken ? positionFrom(decodePageToken(query.pageToken, fingerprint)) : undefined;
+  const after = query.pageToken ? positionFrom(tokens.decode(query.pageToken, fingerprint, ['time', 'id', 'id'])) : undefined;
 
   await findSpaceOrThrow(db, scope.accountId, scope.spaceId);
   const rows = await listSessionRows(db, {
@@ -214,7 +215,7 @@ export async function listSessions(
   const last = page.at(-1);
   const result: SessionPage = { sessions: page.map(sessionViewOf) };
   if (rows.length > query.pageSize && last) {
-    result.nextPageToken = encodePageToken(fingerprint, [last[orderBy].toISOString(), last.user_id, last.session_id]);
+    result.nextPageToken = tokens.encode(fingerprint, [last[orderBy].toISOString(), last.user_id, last.session_id]);
   }
   if (query.includeTotal) result.totalCount = await countSessions(db, filter);
   return result;
@@ -247,13 +248,7 @@ function filterFrom(limits: Limits, scope: { accountId: string; spaceId: string;
   };
 }
 
-function positionFrom(position: (string | number)[]): { time: string; userId: string; sessionId: string } {
-  const [time, userId, sessionId] = position;
-  if (typeof time !== 'string' || Number.isNaN(Date.parse(time)) || typeof userId !== 'string' || typeof sessionId !== 'string') {
-    throw new AppError('InvalidParameter.PageToken', 'pageToken is invalid: it is not a token this service issued.', {
-      details: { issues: [{ field: 'pageToken', message: 'it is not a token this service issued' }] },
-    });
-  }
+function positionFrom([time, userId, sessionId]: [string, string, string]): { time: string; userId: string; sessionId: string } {
   return { time, userId, sessionId };
 }
 

@@ -5,7 +5,7 @@ import type { AppDeps, ZodApp } from '../../http/zod-app.js';
 import { CreateSpaceBody, ListSpacesQuery, ListSpacesResponse, ModifySpaceBody, SessionSpace, SpacePath } from './spaces.schemas.js';
 import { createSpace, deleteSpace, describeSpace, listSpacesPage, modifySpace } from './spaces.service.js';
 
-export async function spacesRoutes(app: ZodApp, { db }: AppDeps): Promise<void> {
+export async function spacesRoutes(app: ZodApp, { db, pageTokens }: AppDeps): Promise<void> {
   app.post(
     '/spaces',
     {
@@ -35,7 +35,7 @@ export async function spacesRoutes(app: ZodApp, { db }: AppDeps): Promise<void> 
         response: { 200: ListSpacesResponse, ...errorResponses('InvalidParameter.PageToken', 'UnauthorizedOperation') },
       },
     },
-    async (request) => listSpacesPage(db, request.principal, request.query),
+    async (request) => listSpacesPage(db, pageTokens, request.principal, request.query),
   );
 
   app.get(

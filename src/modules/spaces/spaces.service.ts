@@ -2,7 +2,7 @@
 // account; another account's space answers the same 404 as a missing one.
 import type { Database } from '../../db/connect.js';
 import { AppError } from '../../errors.js';
-import { decodePageToken, encodePageToken } from '../../http/page-token.js';
+import type { PageTokens } from '../../lib/page-token.js';
 import { newSpaceId } from '../../lib/ids.js';
 import type { Principal } from '../accounts/principal.js';
 import { visibleSpaces } from '../iam/policy.js';
@@ -45,14 +45,14 @@ export interface SpacePage {
  * Lists the spaces the caller may describe (SPEC §2: a sub-account sees only those), filtered in
  * SQL so that paging and totalCount count only visible spaces.
  */
-export async function listSpacesPage(db: Database, principal: Principal, input: ListSpacesInput): Promise<SpacePage> {
+export async function listSpacesPage(db: Database, tokens: PageTokens, principal: Principal, input: ListSpacesInput): Promise<SpacePage> {
   const { accountId } = principal;
   const filters = { name: input.name, nameLike: input.nameLike, descriptionLike: input.descriptionLike };
   // The resource name keeps a token of another list from being accepted here. The policy stays
   // out of the fingerprint: a token only carries a position inside the caller's account, and the
   // visibility is applied again on every page.
   const tokenQuery = { list: 'spaces', accountId, ...filters };
-  const after = input.pageToken ? toCursor(decodePageToken(input.pageToken, tokenQuery)) : undefined;
+  const after = input.pageToken ? toCursor(tokens.decode(input.pageToken, tokenQuery, ['time', 'id'])) : undefined;
   const visibility = principal.kind === 'root' ? undefined : visibleSpaces(principal.statements, 'session:DescribeSessionSpaces');
   if (visibility?.kind === 'only' && visibility.spaceIds.length === 0) {
     return { spaces: [], ...(input.includeTotal ? { totalCount: 0 } : {}) };
@@ -63,21 +63,14 @@ export async function listSpacesPage(db: Database, principal: Principal, input: 
   const last = page.at(-1);
   const result: SpacePage = { spaces: page.map(toSpaceView) };
   if (rows.length > input.pageSize && last) {
-    result.nextPageToken = encodePageToken(tokenQuery, [last.create_time.toISOString(), last.space_id]);
+    result.nextPageToken = tokens.encode(tokenQuery, [last.create_time.toISOString(), last.space_id]);
   }
   if (input.includeTotal) result.totalCount = await countSpaces(db, accountId, { ...filters, visibility });
   return result;
 }
 
-function toCursor(position: (string | number)[]): SpaceCursor {
-  const [createTime, spaceId] = position;
-  const time = typeof createTime === 'string' ? new Date(createTime) : undefined;
-  if (position.length !== 2 || !time || Number.isNaN(time.getTime()) || typeof spaceId !== 'string') {
-    throw new AppError('InvalidParameter.PageToken', 'pageToken is invalid: it is not a token of this list.', {
-      details: { issues: [{ field: 'pageToken', message: 'it is not a token of this list' }] },
-    });
-  }
-  return { createTime: time, spaceId };
+function toCursor([createTime, spaceId]: [string, string]): SpaceCursor {
+  return { createTime: new Date(createTime), spaceId };
 }
 
 export async function modifySpace(db: Database, accountId: string, spaceId: string, input: ModifySpaceInput): Promise<SpaceView> {

@@ -4,7 +4,7 @@ import type { AppDeps, ZodApp } from '../../http/zod-app.js';
 import { ListSpaceUsersQuery, ListSpaceUsersResponse, SpaceUsersPath, UserState, UserStatePath } from './users.schemas.js';
 import { describeUserState, listSpaceUsersPage } from './users.service.js';
 
-export async function usersRoutes(app: ZodApp, { db }: AppDeps): Promise<void> {
+export async function usersRoutes(app: ZodApp, { db, pageTokens }: AppDeps): Promise<void> {
   app.get(
     '/spaces/:spaceId/users',
     {
@@ -23,7 +23,7 @@ export async function usersRoutes(app: ZodApp, { db }: AppDeps): Promise<void> {
         },
       },
     },
-    async (request) => listSpaceUsersPage(db, request.principal.accountId, request.params.spaceId, request.query),
+    async (request) => listSpaceUsersPage(db, pageTokens, request.principal.accountId, request.params.spaceId, request.query),
   );
 
   app.get(

@@ -1,7 +1,6 @@
 // The business users of a space: who has sessions or user state there, and when they were last active.
 import type { Database } from '../../db/connect.js';
-import { AppError } from '../../errors.js';
-import { decodePageToken, encodePageToken } from '../../http/page-token.js';
+import type { PageTokens } from '../../lib/page-token.js';
 import { findSpaceOrThrow } from '../spaces/space-lookup.js';
 import { splitByScope } from '../state/scoped-state.js';
 import { countSpaceUsers, findUserState, listSpaceUsers } from './users.repository.js';
@@ -13,11 +12,11 @@ export interface SpaceUserPage {
   totalCount?: number;
 }
 
-export async function listSpaceUsersPage(db: Database, accountId: string, spaceId: string, input: ListSpaceUsersInput): Promise<SpaceUserPage> {
+export async function listSpaceUsersPage(db: Database, tokens: PageTokens, accountId: string, spaceId: string, input: ListSpaceUsersInput): Promise<SpaceUserPage> {
   await findSpaceOrThrow(db, accountId, spaceId);
   // The space is part of the query: a token from one space's list is refused by another's.
   const tokenQuery = { list: 'space-users', accountId, spaceId };
-  const afterUserId = input.pageToken ? toUserCursor(decodePageToken(input.pageToken, tokenQuery)) : undefined;
+  const afterUserId = input.pageToken ? tokens.decode(input.pageToken, tokenQuery, ['id'])[0] : undefined;
 
   const rows = await listSpaceUsers(db, accountId, spaceId, afterUserId, input.pageSize + 1);
   const page = rows.slice(0, input.pageSize);
@@ -29,7 +28,7 @@ export async function listSpaceUsersPage(db: Database, accountId: string, spaceI
       lastActivityTime: row.last_activity_time ? new Date(row.last_activity_time).toISOString() : null,
     })),
   };
-  if (rows.length > input.pageSize && last) result.nextPageToken = encodePageToken(tokenQuery, [last.user_id]);
+  if (rows.length > input.pageSize && last) result.nextPageToken = tokens.encode(tokenQuery, [last.user_id]);
   if (input.includeTotal) result.totalCount = await countSpaceUsers(db, accountId, spaceId);
   return result;
 }
@@ -43,14 +42,4 @@ export async function describeUserState(db: Database, accountId: string, spaceId
   await findSpaceOrThrow(db, accountId, spaceId);
   const state = (await findUserState(db, accountId, spaceId, userId)) ?? {};
   return { userId, state: splitByScope(state).user };
-}
-
-function toUserCursor(position: (string | number)[]): string {
-  const [userId] = position;
-  if (position.length !== 1 || typeof userId !== 'string') {
-    throw new AppError('InvalidParameter.PageToken', 'pageToken is invalid: it is not a token of this list.', {
-      details: { issues: [{ field: 'pageToken', message: 'it is not a token of this list' }] },
-    });
-  }
-  return userId;
 }
