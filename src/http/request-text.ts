@@ -5,6 +5,11 @@
 // - U+0000 (NUL) cannot be stored in a PostgreSQL text or jsonb value;
 // - an unpaired UTF-16 surrogate (`"\ud800"` in JSON) is not a character: jsonb refuses the
 //   escape, and a text column would silently get U+FFFD.
+// - an integer written with more digits than a double carries exactly (beyond ±(2^53−1)):
+//   JSON.parse turns 12345678901234567890123 into 1.2345678901234568e+22, and jsonb would store
+//   that without a word. Only the raw text still has the digits, so the check reads it.
+//   A number written with a fraction or an exponent (`1e21`, `0.1`) is a floating-point value by
+//   its own spelling and is taken as the nearest double.
 import type { FastifyInstance } from 'fastify';
 import { AppError, invalidParameter } from '../errors.js';
 
@@ -63,12 +68,102 @@ export function findUnstorableText(value: unknown, root: string): AppError | und
   return undefined;
 }
 
+const CHARSET_PARAMETER = /;\s*charset\s*=\s*(?:"([^"]*)"|([^;\s]*))/i;
+
+/**
+ * A body declared in another charset than UTF-8 (`charset=utf-16`, `latin1`…) as a 415: the
+ * service reads bodies as UTF-8 only, and reading one in another charset as UTF-8 would store
+ * something the client never sent. The charset parameter's name and value are case-insensitive
+ * (RFC 9110 §8.3.2), quoted or not; without one, UTF-8 is meant.
+ */
+export function unsupportedCharset(contentType: string | undefined): AppError | undefined {
+  const match = contentType === undefined ? null : CHARSET_PARAMETER.exec(contentType);
+  if (!match) return undefined;
+  const charset = match[1] ?? match[2] ?? '';
+  if (charset.toLowerCase() === 'utf-8') return undefined;
+  return new AppError('UnsupportedMediaType', `The body's charset ${JSON.stringify(charset)} is not supported: send UTF-8 (charset=utf-8, or no charset).`, {
+    details: { issues: [{ field: 'content-type', message: `charset ${JSON.stringify(charset)} is not supported; only utf-8` }] },
+  });
+}
+
+const INEXACT_INTEGER_RULE =
+  'must be between -9007199254740991 and 9007199254740991 (±(2^53−1)): a larger integer cannot be carried exactly in JSON; send it as a string';
+const NUMBER_LITERAL = /-?\d+(\.\d+)?([eE][+-]?\d+)?/y;
+
+/**
+ * The first integer literal of a valid JSON text outside ±(2^53−1), as a 400 naming its field
+ * (`events[1].actions.stateDelta.big`). A text without a run of 16 digits has none (2^53−1 has 16)
+ * and is not walked at all.
+ */
+export function findInexactInteger(text: string, root = 'body'): AppError | undefined {
+  if (!/\d{16}/.test(text)) return undefined;
+  // The path to the current value: an object's current key, an array's current index.
+  const path: (string | number)[] = [];
+  const inObject: boolean[] = [];
+  let at = 0;
+  while (at < text.length) {
+    const char = text[at]!;
+    if (char === '"') {
+      const at0 = at;
+      const end = stringEnd(text, at);
+      at = end + 1;
+      while (at < text.length && ' \t\n\r'.includes(text[at]!)) at++;
+      // A string followed by `:` is an object's key: the path moves to it.
+      if (inObject.at(-1) && text[at] === ':') path[path.length - 1] = JSON.parse(text.slice(at0, end + 1)) as string;
+    } else if (char === '{' || char === '[') {
+      inObject.push(char === '{');
+      path.push(char === '{' ? '' : 0);
+      at++;
+    } else if (char === '}' || char === ']') {
+      inObject.pop();
+      path.pop();
+      at++;
+    } else if (char === ',') {
+      if (inObject.at(-1) === false) path[path.length - 1] = (path.at(-1) as number) + 1;
+      at++;
+    } else if (char === '-' || (char >= '0' && char <= '9')) {
+      NUMBER_LITERAL.lastIndex = at;
+      const match = NUMBER_LITERAL.exec(text)!;
+      if (match[1] === undefined && match[2] === undefined && !Number.isSafeInteger(Number(match[0]))) {
+        return invalidParameter(fieldName(path, root), INEXACT_INTEGER_RULE);
+      }
+      at += match[0].length;
+    } else {
+      at++; // whitespace, ':', and the letters of true, false and null
+    }
+  }
+  return undefined;
+}
+
+/** The index of the quote that closes the string opening at `start`. */
+function stringEnd(text: string, start: number): number {
+  let at = start + 1;
+  for (;;) {
+    const quote = text.indexOf('"', at);
+    let backslashes = 0;
+    while (text[quote - 1 - backslashes] === '\\') backslashes++;
+    if (backslashes % 2 === 0) return quote;
+    at = quote + 1;
+  }
+}
+
+function fieldName(path: (string | number)[], root: string): string {
+  let name = '';
+  for (const key of path) name += typeof key === 'number' ? `[${key}]` : name ? `.${key}` : key;
+  return name || root;
+}
+
 /** A strict UTF-8 JSON body parser, and the check of body, query and path parameters before validation. */
 export function registerRequestTextRules(app: FastifyInstance): void {
   // Fastify's own parser (prototype poisoning refused, its empty/invalid JSON errors), fed only
   // bodies that are valid UTF-8.
   const parseJson = app.getDefaultJsonParser('error', 'error');
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+    const charsetError = unsupportedCharset(request.headers['content-type']);
+    if (charsetError) {
+      done(charsetError, undefined);
+      return;
+    }
     let text: string;
     try {
       text = strictUtf8.decode(body as Buffer);
@@ -81,7 +176,10 @@ export function registerRequestTextRules(app: FastifyInstance): void {
       );
       return;
     }
-    parseJson(request, text, done);
+    parseJson(request, text, (error: Error | null, value?: unknown) => {
+      if (error) done(error, undefined);
+      else done(findInexactInteger(text) ?? null, value);
+    });
   });
 
   // Only the parts a route declares: a query string or body it ignores is not its input.

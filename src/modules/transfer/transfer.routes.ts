@@ -1,6 +1,7 @@
 // Export and import of a session (SPEC 4.9), as JSON or YAML.
 import { Readable } from 'node:stream';
 import { AppError } from '../../errors.js';
+import { unsupportedCharset } from '../../http/request-text.js';
 import { errorResponses } from '../../http/schemas.js';
 import type { AppDeps, ZodApp } from '../../http/zod-app.js';
 import { CONTENT_TYPES, YAML_MEDIA_TYPES, chooseExportFormat, exportText, parseYamlDocument } from './transfer.format.js';
@@ -41,7 +42,12 @@ export async function transferRoutes(app: ZodApp, { db, limits }: AppDeps): Prom
 
   // Its own scope, so the YAML body parser and the larger body limit apply to import alone.
   await app.register(async (scope: ZodApp) => {
-    scope.addContentTypeParser([...YAML_MEDIA_TYPES], { parseAs: 'string' }, (_request, body, done) => {
+    scope.addContentTypeParser([...YAML_MEDIA_TYPES], { parseAs: 'string' }, (request, body, done) => {
+      const charsetError = unsupportedCharset(request.headers['content-type']);
+      if (charsetError) {
+        done(charsetError, undefined);
+        return;
+      }
       try {
         done(null, parseYamlDocument(body as string));
       } catch (error) {
