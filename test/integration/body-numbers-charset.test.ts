@@ -77,7 +77,7 @@ describe('numbers JSON cannot carry exactly', () => {
       max: 9007199254740991,
       min: -9007199254740991,
       f: 0.1,
-      e: 1.2345678901234567e22,
+      e: Number('1.2345678901234567e22'),
       huge: 1e300,
       s: 'a string of 12345678901234567890123 digits, with " an escaped quote',
       '12345678901234567890': 1,
