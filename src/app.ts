@@ -10,6 +10,7 @@ import type { Database } from './db/connect.js';
 import { registerAuthentication } from './http/auth.js';
 import { registerAuthorization } from './http/authorization.js';
 import { registerBodyNestingLimit } from './http/body-nesting.js';
+import { clientErrorHandler, registerShutdownRefusal } from './http/connection-errors.js';
 import { registerErrorHandling, renderFrameworkError } from './http/error-handler.js';
 import { metricsRoutes, registerMetrics } from './http/metrics.js';
 import { registerRateLimit } from './http/rate-limit.js';
@@ -58,6 +59,10 @@ export async function buildApp({ db, limits, credentialMasterKey, pageTokenKey, 
     },
     requestTimeout: limits.requestTimeoutMs, // Fastify sets it on the server again after creating it
     keepAliveTimeout: limits.keepAliveTimeoutMs,
+    // Node's own refusals (431 oversize headers, 408, malformed HTTP) and the shutdown drain's 503
+    // answer in the error envelope too (http/connection-errors.ts).
+    clientErrorHandler,
+    return503OnClosing: false,
     // A URL the router cannot decode (a bad percent-escape) gets the error envelope too.
     frameworkErrors: renderFrameworkError,
     // A well-formed X-Request-Id from the caller (or a proxy) is kept, so logs line up end to end.
@@ -79,6 +84,7 @@ export async function buildApp({ db, limits, credentialMasterKey, pageTokenKey, 
   app.setSerializerCompiler(serializerCompiler);
   registerErrorHandling(app);
   registerRequestLogging(app);
+  registerShutdownRefusal(app);
   const metrics = registerMetrics(app, { pool });
   registerBodyNestingLimit(app);
   registerRequestTextRules(app);

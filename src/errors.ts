@@ -28,9 +28,14 @@ export const ERROR_STATUS = {
   'LimitExceeded.Event': 413,
   // Not in SPEC §6: a body that is not JSON (the SPEC says JSON everywhere).
   UnsupportedMediaType: 415,
+  // Not in SPEC §6: answered for Node's HTTP parser, before any route (http/connection-errors.ts).
+  RequestTimeout: 408,
+  'LimitExceeded.RequestHeaders': 431,
   RequestLimitExceeded: 429,
   InternalError: 500,
   'ResourceUnavailable.Database': 503,
+  // Not in SPEC §6: a request that arrives while the instance drains for shutdown.
+  'ResourceUnavailable.ShuttingDown': 503,
 } as const satisfies Record<string, number>;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;

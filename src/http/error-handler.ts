@@ -16,7 +16,9 @@ export const UNSTORABLE_VALUE_MESSAGE = 'A value in the request cannot be stored
 export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error, request, reply) => {
     const appError = toAppError(error as FastifyError, request.routeOptions.bodyLimit);
-    if (appError.status >= 500) request.log.error({ err: error, code: appError.code }, 'request failed');
+    // A request refused during the shutdown drain is expected, not a failure of this instance.
+    if (appError.code === 'ResourceUnavailable.ShuttingDown') request.log.info({ code: appError.code }, 'request refused: shutting down');
+    else if (appError.status >= 500) request.log.error({ err: error, code: appError.code }, 'request failed');
     else if (appError.message === UNSTORABLE_VALUE_MESSAGE) request.log.warn({ err: error }, 'a value reached the database unvalidated');
     return sendError(request, reply, appError);
   });
