@@ -5,6 +5,7 @@ import { errorResponses } from '../../http/schemas.js';
 import { etagOf, parseIfMatch } from '../../http/preconditions.js';
 import { sendJsonText } from '../../http/view-serializer.js';
 import type { AppDeps, ZodApp } from '../../http/zod-app.js';
+import { createSemaphore } from '../../lib/semaphore.js';
 import { maySeeSessionContents, writtenSessionAnswer } from './session-disclosure.js';
 import { Session, WrittenSession } from './session.model.js';
 import { CreateHeaders, IfMatchHeaders, SessionList, SessionParams, SpaceParams, UserParams, sessionSchemas } from './sessions.schemas.js';
@@ -15,6 +16,10 @@ const ONE_SESSION = `${USER_SESSIONS}/:sessionId`;
 
 export async function sessionsRoutes(app: ZodApp, { db, limits }: AppDeps): Promise<void> {
   const schemas = sessionSchemas(limits);
+  // A list is three statements (space, page, count) on one pool: 100 concurrent lists queued every
+  // append behind them (bench/list-contention.ts). At most limits.listConcurrency lists query at
+  // once; the others wait here, outside the pool's queue, so appends keep their connections.
+  const listSlots = createSemaphore(limits.listConcurrency);
 
   app.post(
     USER_SESSIONS,
@@ -67,7 +72,7 @@ export async function sessionsRoutes(app: ZodApp, { db, limits }: AppDeps): Prom
     },
     async (request) => {
       const { spaceId, userId } = request.params;
-      return listSessions(db, limits, { accountId: request.principal.accountId, spaceId, userId }, request.query);
+      return listSlots.run(() => listSessions(db, limits, { accountId: request.principal.accountId, spaceId, userId }, request.query));
     },
   );
 
@@ -84,7 +89,7 @@ export async function sessionsRoutes(app: ZodApp, { db, limits }: AppDeps): Prom
         response: { 200: SessionList, ...errorResponses('InvalidParameter.PageToken', 'ResourceNotFound.SessionSpace') },
       },
     },
-    async (request) => listSessions(db, limits, { accountId: request.principal.accountId, spaceId: request.params.spaceId }, request.query),
+    async (request) => listSlots.run(() => listSessions(db, limits, { accountId: request.principal.accountId, spaceId: request.params.spaceId }, request.query)),
   );
 
   app.get(
