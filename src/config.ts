@@ -46,6 +46,9 @@ const environmentSchema = z.object({
   MAX_TITLE_CHARS: int(1, 256),
   MAX_FILTER_VALUES: int(1, 100),
   MAX_FILTERS: int(1, 10),
+  // Session lists that may query at once per instance (the others wait their turn): by default two
+  // pool connections fewer than DB_POOL_MAX, so that lists never hold every connection appends need.
+  LIST_CONCURRENCY: z.coerce.number().int().min(1).optional(),
   RATE_LIMIT_MAX: int(0, 1200),
   RATE_LIMIT_WINDOW_MS: int(1000, 60_000),
   // Slow clients (slowloris): a connection is cut off (408) when its headers, or its whole request
@@ -70,6 +73,8 @@ export interface Limits {
   titleChars: number;
   filterValues: number;
   filters: number;
+  /** Session lists querying at once per instance (bench/list-contention.ts). */
+  listConcurrency: number;
   /** Requests per credential per window and instance; 0 turns rate limiting off. */
   rateLimitMax: number;
   rateLimitWindowMs: number;
@@ -119,6 +124,7 @@ function limitsFrom(env: z.infer<typeof environmentSchema>): Limits {
     titleChars: env.MAX_TITLE_CHARS,
     filterValues: env.MAX_FILTER_VALUES,
     filters: env.MAX_FILTERS,
+    listConcurrency: env.LIST_CONCURRENCY ?? Math.max(1, env.DB_POOL_MAX - 2),
     rateLimitMax: env.RATE_LIMIT_MAX,
     rateLimitWindowMs: env.RATE_LIMIT_WINDOW_MS,
     headersTimeoutMs: env.HTTP_HEADERS_TIMEOUT_MS,

@@ -11,6 +11,7 @@
 //   otherRoot  the root of another account (A and B are not its own: 404, never 403)
 import type { InjectOptions } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { PolicyStatementValue } from '../../src/modules/iam/policy.js';
 import { insertSession, insertSpace } from '../support/fixtures.js';
 import {
   databaseSnapshot,
@@ -330,5 +331,140 @@ describe('principals outside the matrix', () => {
     expect(refused.json().error.code).toBe('UnauthorizedOperation');
     // iam:* grants no session action.
     expect((await t.request({ method: 'GET', url: spaceUrl(world.A), token: admin.credential.token })).statusCode).toBe(403);
+  });
+});
+
+// What a write answers about the session (issue 10): a principal allowed to write but not to
+// describe sessions gets the ids, counts, revision and times, never title, metadata, state or memo.
+describe('write answers show session contents only to callers allowed session:DescribeSessions', () => {
+  const SUMMARY_FIELDS = ['createTime', 'eventCount', 'expireTime', 'revision', 'sessionId', 'spaceId', 'updateTime', 'userId', 'windowStartSeq'];
+  const FULL_FIELDS = [...SUMMARY_FIELDS, 'memo', 'metadata', 'state', 'title'].sort();
+  const only = (actions: string[], spaceId: string): PolicyStatementValue[] => [{ effect: 'allow', actions, resources: [`space/${spaceId}`] }];
+  const writeButNotRead = (actions: string[], spaceId: string): PolicyStatementValue[] => [
+    { effect: 'allow', actions, resources: [`space/${spaceId}`] },
+    { effect: 'deny', actions: ['session:Describe*'], resources: [`space/${spaceId}`] },
+  ];
+
+  /** A session holding something worth hiding: title, metadata, state with user: and app: keys, memo. */
+  async function secretSession(): Promise<{ url: string; sessionId: string; eventId: string }> {
+    const s = world.A;
+    const sessionId = fresh('secret');
+    const url = `${userSessionsUrl(s)}/${sessionId}`;
+    const created = await world.t.request({
+      method: 'POST',
+      url: userSessionsUrl(s),
+      payload: { sessionId, title: 'secret title', metadata: { customer: 'acme' }, state: { plan: 'secret', 'user:tier': 'gold' } },
+    });
+    expect(created.statusCode, created.body).toBe(201);
+    const eventId = fresh('e');
+    const event = await world.t.request({
+      method: 'POST',
+      url: `${url}/events`,
+      payload: { eventId, author: 'user', content: { parts: [{ text: 'hello' }] }, actions: { stateDelta: { 'app:flag': 'on' } } },
+    });
+    expect(event.statusCode, event.body).toBe(201);
+    const memo = await world.t.request({ method: 'PUT', url: `${url}/context`, payload: { memo: { note: 'secret memo' } } });
+    expect(memo.statusCode, memo.body).toBe(200);
+    return { url, sessionId, eventId };
+  }
+
+  const sub = async (statements: PolicyStatementValue[]) => (await insertSubAccount(world.t.db, world.t.account.accountId, { statements })).credential.token;
+  const fields = (session: Record<string, unknown>) => Object.keys(session).sort();
+
+  it('answers an AppendEvent-only caller its single appended event and a session without contents', async () => {
+    const { url } = await secretSession();
+    const token = await sub(writeButNotRead(['session:AppendEvent'], world.A.spaceId));
+    const res = await world.t.request({ method: 'POST', url: `${url}/events`, token, payload: { eventId: fresh('e'), author: 'agent', content: { parts: [{ text: 'mine' }] } } });
+    expect(res.statusCode, res.body).toBe(201);
+    const body = res.json();
+    expect(body.events).toHaveLength(1);
+    expect(body.events[0]).toMatchObject({ author: 'agent', seq: 2, content: { parts: [{ text: 'mine' }] } });
+    expect(fields(body.session)).toEqual(SUMMARY_FIELDS);
+    expect(body.session).toMatchObject({ eventCount: 2, revision: 4 });
+    expect(res.headers.etag).toBe(`"${body.session.revision}"`);
+  });
+
+  it('answers an AppendEvent-only caller its batch and a session without contents', async () => {
+    const { url } = await secretSession();
+    const token = await sub(writeButNotRead(['session:AppendEvent'], world.A.spaceId));
+    const events = [
+      { eventId: fresh('e'), author: 'user' },
+      { eventId: fresh('e'), author: 'agent', actions: { stateDelta: { step: 2 } } },
+    ];
+    const res = await world.t.request({ method: 'POST', url: `${url}/events`, token, payload: { events } });
+    expect(res.statusCode, res.body).toBe(201);
+    const body = res.json();
+    expect(body.events.map((e: { eventId: string; seq: number }) => [e.eventId, e.seq])).toEqual([[events[0]!.eventId, 2], [events[1]!.eventId, 3]]);
+    expect(fields(body.session)).toEqual(SUMMARY_FIELDS);
+    expect(body.session.eventCount).toBe(3);
+  });
+
+  it('answers an AppendEvent-only replay of a stored event with that event and a session without contents', async () => {
+    const { url, eventId } = await secretSession();
+    const token = await sub(writeButNotRead(['session:AppendEvent'], world.A.spaceId));
+    const before = await databaseSnapshot(world.t.db);
+    const res = await world.t.request({
+      method: 'POST',
+      url: `${url}/events`,
+      token,
+      payload: { eventId, author: 'user', content: { parts: [{ text: 'hello' }] }, actions: { stateDelta: { 'app:flag': 'on' } } },
+    });
+    expect(res.statusCode, res.body).toBe(200);
+    const body = res.json();
+    expect(body.events).toHaveLength(1);
+    expect(body.events[0]).toMatchObject({ eventId, seq: 1, author: 'user' });
+    expect(fields(body.session)).toEqual(SUMMARY_FIELDS);
+    expect(body.session).toMatchObject({ eventCount: 1, revision: 3 });
+    expect(await databaseSnapshot(world.t.db)).toEqual(before);
+  });
+
+  it('answers a CreateSession-only caller an existing session (idempotent create) without its contents', async () => {
+    const { sessionId } = await secretSession();
+    const token = await sub(writeButNotRead(['session:CreateSession'], world.A.spaceId));
+    const existing = await world.t.request({ method: 'POST', url: userSessionsUrl(world.A), token, payload: { sessionId, title: 'guess' } });
+    expect(existing.statusCode, existing.body).toBe(200);
+    expect(fields(existing.json())).toEqual(SUMMARY_FIELDS);
+    expect(existing.json()).toMatchObject({ sessionId, revision: 3 });
+    // A new session too: its merged state would show the user's shared `user:*` keys.
+    const created = await world.t.request({ method: 'POST', url: userSessionsUrl(world.A), token, payload: { sessionId: fresh('new'), state: { mine: 1 } } });
+    expect(created.statusCode, created.body).toBe(201);
+    expect(fields(created.json())).toEqual(SUMMARY_FIELDS);
+  });
+
+  it('answers a ModifySession-only caller (PATCH, PUT context) and an ImportSession-only caller without contents', async () => {
+    const { url } = await secretSession();
+    const modifier = await sub(writeButNotRead(['session:ModifySession'], world.A.spaceId));
+    const patched = await world.t.request({ method: 'PATCH', url, token: modifier, payload: { metadata: { stage: 'x' } } });
+    expect(patched.statusCode, patched.body).toBe(200);
+    expect(fields(patched.json())).toEqual(SUMMARY_FIELDS);
+    const context = await world.t.request({ method: 'PUT', url: `${url}/context`, token: modifier, payload: { windowStartSeq: 1 } });
+    expect(context.statusCode, context.body).toBe(200);
+    expect(fields(context.json())).toEqual(SUMMARY_FIELDS);
+    const importer = await sub(writeButNotRead(['session:ImportSession'], world.A.spaceId));
+    const imported = await world.t.request({ method: 'POST', url: `${spaceUrl(world.A)}/sessions/import`, token: importer, payload: await exportedUnderNewId(world, world.A) });
+    expect(imported.statusCode, imported.body).toBe(201);
+    expect(fields(imported.json())).toEqual(SUMMARY_FIELDS);
+  });
+
+  it('answers the root and callers also allowed session:DescribeSessions the whole session', async () => {
+    const { url, sessionId } = await secretSession();
+    const reader = await sub(only(['session:AppendEvent', 'session:CreateSession', 'session:DescribeSessions'], world.A.spaceId));
+    for (const token of [world.tokens.root!, reader]) {
+      const appended = await world.t.request({ method: 'POST', url: `${url}/events`, token, payload: { author: 'agent' } });
+      expect(appended.statusCode, appended.body).toBe(201);
+      expect(fields(appended.json().session)).toEqual(FULL_FIELDS);
+      expect(appended.json().session).toMatchObject({
+        title: 'secret title',
+        metadata: { customer: 'acme' },
+        state: { plan: 'secret', 'user:tier': 'gold', 'app:flag': 'on' },
+        memo: { note: 'secret memo' },
+      });
+      const existing = await world.t.request({ method: 'POST', url: userSessionsUrl(world.A), token, payload: { sessionId } });
+      expect(existing.statusCode, existing.body).toBe(200);
+      expect(existing.json()).toMatchObject({ title: 'secret title', state: { plan: 'secret' }, memo: { note: 'secret memo' } });
+    }
+    // The wildcard read policy of the matrix counts too, on the space it names only.
+    const fullB = await world.t.request({ method: 'POST', url: `${sessionUrl(world.B)}/events`, token: world.tokens.fullB, payload: { author: 'agent' } });
+    expect(fields(fullB.json().session)).toEqual(FULL_FIELDS);
   });
 });

@@ -37,6 +37,7 @@ describe('loadConfig', () => {
       titleChars: 256,
       filterValues: 100,
       filters: 10,
+      listConcurrency: 8,
       rateLimitMax: 1200,
       rateLimitWindowMs: 60_000,
       headersTimeoutMs: 10_000,
@@ -147,5 +148,12 @@ describe('loadConfig', () => {
       expect(error.message).toMatch(/PAGE_TOKEN_KEY: must be the base64 encoding of at least 32 bytes/);
       expect(error.message).not.toContain(bad);
     }
+  });
+
+  it('lets session lists use two pool connections fewer than DB_POOL_MAX unless LIST_CONCURRENCY says otherwise', () => {
+    expect(loadConfig({ DB_POOL_MAX: '4' }).limits.listConcurrency).toBe(2);
+    expect(loadConfig({ DB_POOL_MAX: '1' }).limits.listConcurrency).toBe(1);
+    expect(loadConfig({ LIST_CONCURRENCY: '3' }).limits.listConcurrency).toBe(3);
+    expect(() => loadConfig({ LIST_CONCURRENCY: '0' })).toThrow(/LIST_CONCURRENCY/);
   });
 });

@@ -3,7 +3,8 @@ import { errorResponses } from '../../http/schemas.js';
 import { etagOf, parseIfMatch } from '../../http/preconditions.js';
 import { sendJsonText, viewSerializerCompiler } from '../../http/view-serializer.js';
 import type { AppDeps, ZodApp } from '../../http/zod-app.js';
-import { Session } from '../sessions/session.model.js';
+import { maySeeSessionContents, writtenSessionAnswer } from '../sessions/session-disclosure.js';
+import { WrittenSession } from '../sessions/session.model.js';
 import { ContextIfMatchHeaders, ContextPath, ContextQuery, PutContextBody, SessionContext } from './context.schemas.js';
 import { readContext, writeContext } from './context.service.js';
 
@@ -48,7 +49,7 @@ export async function contextRoutes(app: ZodApp, { db }: AppDeps): Promise<void>
         headers: ContextIfMatchHeaders,
         body: PutContextBody,
         response: {
-          200: Session,
+          200: WrittenSession,
           ...errorResponses('ResourceNotFound.SessionSpace', 'ResourceNotFound.Session', 'FailedOperation.PreconditionFailed', 'LimitExceeded.RequestSize', 'UnsupportedMediaType'),
         },
       },
@@ -56,7 +57,8 @@ export async function contextRoutes(app: ZodApp, { db }: AppDeps): Promise<void>
     async (request, reply) => {
       const ifMatch = parseIfMatch(request.headers['if-match']);
       const session = await writeContext(db, { accountId: request.principal.accountId, ...request.params }, request.body, ifMatch);
-      return reply.header('etag', etagOf(session.revision)).send(session);
+      const answer = writtenSessionAnswer(session, maySeeSessionContents(request.principal, request.params.spaceId));
+      return reply.header('etag', etagOf(session.revision)).send(answer);
     },
   );
 }

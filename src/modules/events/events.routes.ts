@@ -2,6 +2,7 @@ import { errorResponses } from '../../http/schemas.js';
 import { etagOf, parseIfMatch } from '../../http/preconditions.js';
 import { viewSerializerCompiler } from '../../http/view-serializer.js';
 import type { AppDeps, ZodApp } from '../../http/zod-app.js';
+import { maySeeSessionContents, writtenSessionAnswer } from '../sessions/session-disclosure.js';
 import { recordAppend } from './append-metrics.js';
 import { Event } from './event.model.js';
 import {
@@ -35,7 +36,9 @@ export async function eventsRoutes(app: ZodApp, { db, limits, metrics, pageToken
           'Assigns gap-free `seq` numbers, applies each `stateDelta` in order and bumps the session\'s eventCount, revision and ' +
           'updateTime, all in one transaction. An `eventId` already stored with the same payload is a replay: the stored event is ' +
           'returned and its delta is not applied again (200 when every event is a replay); with another payload it is a 409. ' +
-          '`If-Match` is checked only when something would be written, so retrying a request whose response was lost is safe.',
+          '`If-Match` is checked only when something would be written, so retrying a request whose response was lost is safe. ' +
+          'The session\'s title, metadata, state and memo are in the answer only if the caller may also describe sessions ' +
+          '(session:DescribeSessions); the events are always the ones the request wrote or replayed.',
         params: SessionPath,
         headers: IfMatchHeaders,
         body: appendEventsBody(limits.batchEvents),
@@ -61,7 +64,8 @@ export async function eventsRoutes(app: ZodApp, { db, limits, metrics, pageToken
       const result = await appendEvents(db, limits, key, request.body, parseIfMatch(request.headers['if-match']));
       recordAppend(metrics.appends, request.body, result);
       reply.header('etag', etagOf(result.session.revision));
-      return reply.status(result.replayOnly ? 200 : 201).send({ events: result.events, session: result.session });
+      const session = writtenSessionAnswer(result.session, maySeeSessionContents(request.principal, key.spaceId));
+      return reply.status(result.replayOnly ? 200 : 201).send({ events: result.events, session });
     },
   );
 

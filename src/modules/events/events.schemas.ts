@@ -3,7 +3,7 @@ import type { FastifySchemaCompiler } from 'fastify';
 import { validatorCompiler } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { Identifier, IncludeTotal, JsonObject, PageToken, SpaceId, TimestampInput, pageSize } from '../../http/schemas.js';
-import { Session } from '../sessions/session.model.js';
+import { WrittenSession } from '../sessions/session.model.js';
 import { Event, EventActions, EventContent } from './event.model.js';
 
 export const EventInput = z
@@ -62,7 +62,7 @@ export const IfMatchHeaders = z.looseObject({
 
 export const AppendEventsResponse = z.object({
   events: z.array(Event).describe('The stored events, in request order; a replayed event is the one stored first.'),
-  session: Session,
+  session: WrittenSession,
 });
 
 const SeqBound = z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER);

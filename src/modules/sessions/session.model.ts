@@ -27,6 +27,21 @@ export const Session = z
 
 export type SessionView = z.infer<typeof Session>;
 
+/**
+ * The session as a write (create, modify, append, context, import) answers it. The same fields as
+ * `Session`, but the contents (title, metadata, state, memo) are present only when the caller may
+ * also describe sessions in the space: a principal allowed to write but not to read learns the
+ * session's revision, counts and times (for ETag / If-Match), never what it holds.
+ */
+export const WrittenSession = Session.partial({ title: true, metadata: true, state: true, memo: true })
+  .describe(
+    'The session after the write. title, metadata, state and memo are present only if the caller is allowed ' +
+      'session:DescribeSessions on the space (the root always is); the other fields are always present.',
+  )
+  .meta({ id: 'WrittenSession' });
+
+export type WrittenSessionView = z.infer<typeof WrittenSession>;
+
 /** The user's and the space's state, whose `user:*` and `app:*` keys join the session's in the view. */
 export interface SharedStates {
   user: JsonObjectValue;

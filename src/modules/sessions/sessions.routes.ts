@@ -5,7 +5,9 @@ import { errorResponses } from '../../http/schemas.js';
 import { etagOf, parseIfMatch } from '../../http/preconditions.js';
 import { sendJsonText } from '../../http/view-serializer.js';
 import type { AppDeps, ZodApp } from '../../http/zod-app.js';
-import { Session } from './session.model.js';
+import { createSemaphore } from '../../lib/semaphore.js';
+import { maySeeSessionContents, writtenSessionAnswer } from './session-disclosure.js';
+import { Session, WrittenSession } from './session.model.js';
 import { CreateHeaders, IfMatchHeaders, SessionList, SessionParams, SpaceParams, UserParams, sessionSchemas } from './sessions.schemas.js';
 import { createSession, deleteSession, describeSession, listSessions, modifySession } from './sessions.service.js';
 
@@ -14,6 +16,10 @@ const ONE_SESSION = `${USER_SESSIONS}/:sessionId`;
 
 export async function sessionsRoutes(app: ZodApp, { db, limits, pageTokens }: AppDeps): Promise<void> {
   const schemas = sessionSchemas(limits);
+  // A list is three statements (space, page, count) on one pool: 100 concurrent lists queued every
+  // append behind them (bench/list-contention.ts). At most limits.listConcurrency lists query at
+  // once; the others wait here, outside the pool's queue, so appends keep their connections.
+  const listSlots = createSemaphore(limits.listConcurrency);
 
   app.post(
     USER_SESSIONS,
@@ -29,13 +35,14 @@ export async function sessionsRoutes(app: ZodApp, { db, limits, pageTokens }: Ap
         description:
           'A new sessionId answers 201. An existing one answers 200 with the session unchanged (the request fields are ignored), ' +
           'or 412 with `If-None-Match: *`. An expired session with that id is replaced. Without a sessionId one is generated. ' +
-          'Without expireTime or ttlSeconds the space\'s defaultTtlSeconds applies, if it has one.',
+          'Without expireTime or ttlSeconds the space\'s defaultTtlSeconds applies, if it has one. Title, metadata, state and memo ' +
+          'are answered only to a caller that may describe sessions (session:DescribeSessions).',
         params: UserParams,
         headers: CreateHeaders,
         body: schemas.CreateSessionBody,
         response: {
-          201: Session.describe('Created.'),
-          200: Session.describe('The session already existed; it is answered unchanged.'),
+          201: WrittenSession.describe('Created.'),
+          200: WrittenSession.describe('The session already existed; it is answered unchanged.'),
           ...errorResponses('InvalidParameter.Metadata', 'ResourceNotFound.SessionSpace', 'FailedOperation.PreconditionFailed', 'LimitExceeded.State', 'LimitExceeded.RequestSize', 'UnsupportedMediaType'),
         },
       },
@@ -45,7 +52,8 @@ export async function sessionsRoutes(app: ZodApp, { db, limits, pageTokens }: Ap
       if (ifNoneMatch !== undefined && ifNoneMatch.trim() !== '*') throw invalidParameter('If-None-Match', 'only * is supported here');
       const { spaceId, userId } = request.params;
       const { session, created } = await createSession(db, limits, { accountId: request.principal.accountId, spaceId, userId }, request.body, ifNoneMatch !== undefined);
-      return reply.status(created ? 201 : 200).header('etag', etagOf(session.revision)).send(session);
+      const answer = writtenSessionAnswer(session, maySeeSessionContents(request.principal, spaceId));
+      return reply.status(created ? 201 : 200).header('etag', etagOf(session.revision)).send(answer);
     },
   );
 
@@ -64,7 +72,7 @@ export async function sessionsRoutes(app: ZodApp, { db, limits, pageTokens }: Ap
     },
     async (request) => {
       const { spaceId, userId } = request.params;
-      return listSessions(db, limits, pageTokens, { accountId: request.principal.accountId, spaceId, userId }, request.query);
+      return listSlots.run(() => listSessions(db, limits, pageTokens, { accountId: request.principal.accountId, spaceId, userId }, request.query));
     },
   );
 
@@ -81,7 +89,7 @@ export async function sessionsRoutes(app: ZodApp, { db, limits, pageTokens }: Ap
         response: { 200: SessionList, ...errorResponses('InvalidParameter.PageToken', 'ResourceNotFound.SessionSpace') },
       },
     },
-    async (request) => listSessions(db, limits, pageTokens, { accountId: request.principal.accountId, spaceId: request.params.spaceId }, request.query),
+    async (request) => listSlots.run(() => listSessions(db, limits, pageTokens, { accountId: request.principal.accountId, spaceId: request.params.spaceId }, request.query)),
   );
 
   app.get(
@@ -114,7 +122,7 @@ export async function sessionsRoutes(app: ZodApp, { db, limits, pageTokens }: Ap
         headers: IfMatchHeaders,
         body: schemas.ModifySessionBody,
         response: {
-          200: Session,
+          200: WrittenSession,
           ...errorResponses('InvalidParameter.Metadata', 'ResourceNotFound.SessionSpace', 'ResourceNotFound.Session', 'FailedOperation.PreconditionFailed', 'LimitExceeded.RequestSize', 'UnsupportedMediaType'),
         },
       },
@@ -122,7 +130,8 @@ export async function sessionsRoutes(app: ZodApp, { db, limits, pageTokens }: Ap
     async (request, reply) => {
       const ifMatch = parseIfMatch(request.headers['if-match']);
       const session = await modifySession(db, { accountId: request.principal.accountId, ...request.params }, request.body, ifMatch);
-      return reply.header('etag', etagOf(session.revision)).send(session);
+      const answer = writtenSessionAnswer(session, maySeeSessionContents(request.principal, request.params.spaceId));
+      return reply.header('etag', etagOf(session.revision)).send(answer);
     },
   );
 

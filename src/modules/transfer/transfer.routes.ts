@@ -6,6 +6,7 @@ import { errorResponses } from '../../http/schemas.js';
 import type { AppDeps, ZodApp } from '../../http/zod-app.js';
 import { CONTENT_TYPES, YAML_MEDIA_TYPES, chooseExportFormat, exportText, parseYamlDocument } from './transfer.format.js';
 import { ExportDocument, type ExportDocumentValue, ExportParams, ExportQuery, IMPORT_BODY_BYTES, ImportParams, ImportResponse, MAX_TRANSFER_EVENTS, importSchemas } from './transfer.schemas.js';
+import { maySeeSessionContents, writtenSessionAnswer } from '../sessions/session-disclosure.js';
 import { importSession, openExport } from './transfer.service.js';
 
 export async function transferRoutes(app: ZodApp, { db, limits }: AppDeps): Promise<void> {
@@ -88,7 +89,7 @@ export async function transferRoutes(app: ZodApp, { db, limits }: AppDeps): Prom
       },
       async (request, reply) => {
         const session = await importSession(db, limits, { accountId: request.principal.accountId, spaceId: request.params.spaceId }, request.body);
-        return reply.status(201).send(session);
+        return reply.status(201).send(writtenSessionAnswer(session, maySeeSessionContents(request.principal, request.params.spaceId)));
       },
     );
   });

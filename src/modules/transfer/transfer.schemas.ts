@@ -8,7 +8,7 @@ import { jsonBytes, jsonDepth, stateBytes } from '../../lib/json-measure.js';
 import { Event } from '../events/event.model.js';
 import { EventInput } from '../events/events.schemas.js';
 import { metadataIssues } from '../sessions/metadata-rules.js';
-import { Session } from '../sessions/session.model.js';
+import { WrittenSession } from '../sessions/session.model.js';
 import { APP_PREFIX, USER_PREFIX } from '../state/scoped-state.js';
 import { MEMO_MAX_BYTES } from '../sessions/sessions.service.js';
 
@@ -133,4 +133,6 @@ export function importSchemas(limits: Limits) {
 
 export type ImportBodyValue = z.infer<ReturnType<typeof importSchemas>['ImportBody']>;
 
-export const ImportResponse = Session.describe('The imported session (state shown merged with its user: and app: keys).');
+export const ImportResponse = WrittenSession.describe(
+  'The imported session (state shown merged with its user: and app: keys; title, metadata, state and memo only to a caller allowed session:DescribeSessions).',
+);
