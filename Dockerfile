@@ -1,7 +1,7 @@
 # syntax=docker/dockerfile:1
 
 # Build stage: all dependencies, TypeScript compiled to dist/.
-FROM node:20-bookworm-slim AS build
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
@@ -10,7 +10,7 @@ COPY src ./src
 RUN npm run build
 
 # Runtime stage: production dependencies, the compiled code and the SQL migrations only.
-FROM node:20-bookworm-slim AS runtime
+FROM node:24-bookworm-slim AS runtime
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
     PORT=8080 \
@@ -21,9 +21,10 @@ RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 # dist/ and migrations/ must be siblings: dist/db/migrate.js reads ../../migrations.
 COPY --from=build /app/dist ./dist
 COPY migrations ./migrations
-# Without DATABASE_URL the service keeps an embedded PGlite database here; mount a volume to keep it.
+# Without DATABASE_URL the service keeps an embedded PGlite database here: mount a volume to keep
+# it (`docker run -v sessions-data:/app/data …`). No VOLUME instruction: it would give every
+# container an anonymous volume, unused and left behind when DATABASE_URL points at PostgreSQL.
 RUN mkdir -p /app/data && chown node:node /app/data
-VOLUME ["/app/data"]
 
 USER node
 EXPOSE 8080

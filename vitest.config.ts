@@ -1,11 +1,25 @@
 import { defineConfig } from 'vitest/config';
 
+// Two projects, so CI can run the unit tests once and the integration tests on each backend
+// (`vitest run --project unit`, `--project integration`); `npm test` runs both.
+//   unit:        pure modules, no database, no global setup;
+//   integration: through the app, the CLI and the server process, on the database the global
+//                setup chooses (see test/support/global-setup.ts).
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
-    globalSetup: ['test/support/global-setup.ts'],
     pool: 'forks',
     testTimeout: 60_000,
     hookTimeout: 120_000,
+    projects: [
+      { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts'] } },
+      {
+        extends: true,
+        test: {
+          name: 'integration',
+          include: ['test/integration/**/*.test.ts', 'test/property/**/*.test.ts'],
+          globalSetup: ['test/support/global-setup.ts'],
+        },
+      },
+    ],
   },
 });

@@ -1,4 +1,8 @@
 // Entry point: configuration, database, migrations, then serve until a signal asks to stop.
+//
+// The embedded mode's first start prints the new root credential before it listens, so a listen
+// that fails (a busy port) cannot lose it: the credential stays above the one-line error, it is
+// already valid, and the next start on a free port serves it.
 import closeWithGrace from 'close-with-grace';
 import pino from 'pino';
 import { buildApp } from './app.js';
@@ -54,7 +58,33 @@ async function main(): Promise<void> {
     await database.close();
     logger.info({ poolConnections: database.pool.totalCount }, 'shut down: requests finished, database pool closed');
   });
-  await app.listen({ port: config.port, host: config.host });
+  try {
+    await app.listen({ port: config.port, host: config.host });
+  } catch (error) {
+    const reason = listenFailure(error, config.port, config.host);
+    if (!reason) throw error;
+    // Closes what started (the database first of all: an embedded PGlite keeps its files consistent).
+    await app.close();
+    await sweeper?.stop();
+    await database.close();
+    throw new StartupError(reason);
+  }
+}
+
+/** A start-up failure the operator fixes by changing the configuration: one line, no stack trace. */
+class StartupError extends Error {}
+
+function listenFailure(error: unknown, port: number, host: string): string | undefined {
+  switch ((error as NodeJS.ErrnoException | undefined)?.code) {
+    case 'EADDRINUSE':
+      return `Port ${port} is in use: set PORT to another port.`;
+    case 'EACCES':
+      return `Port ${port} needs privileges this process lacks: set PORT to another port (1024 or above).`;
+    case 'EADDRNOTAVAIL':
+      return `HOST ${host} is not an address of this machine: set HOST to one (0.0.0.0 for all).`;
+    default:
+      return undefined;
+  }
 }
 
 // Written to the terminal, never to the log stream: the secret must not reach log storage.
@@ -71,7 +101,7 @@ function printRootCredentialOnce(token: string, defaultSpaceId: string): void {
 }
 
 main().catch((error: unknown) => {
-  if (error instanceof ConfigError) console.error(error.message);
+  if (error instanceof ConfigError || error instanceof StartupError) console.error(error.message);
   else console.error('failed to start:', error);
   process.exit(1);
 });

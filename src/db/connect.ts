@@ -24,7 +24,13 @@ export type DatabaseOptions =
       /** Send the registered per-turn reads as named statements (default true; see prepared-statements.ts). */
       preparedStatements?: boolean | undefined;
     }
-  | { kind: 'pglite'; dataDir: string | undefined; statementTimeoutMs: number };
+  | {
+      kind: 'pglite';
+      dataDir: string | undefined;
+      statementTimeoutMs: number;
+      /** A data directory tarball (PGlite's `dumpDataDir()`) to start from instead of an empty cluster; the tests' migrated snapshot. */
+      snapshot?: Blob | undefined;
+    };
 
 export interface DatabaseHandle {
   db: Database;
@@ -100,15 +106,15 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
     const listen: Listen = (channel, handlers) => listenOnDedicatedClient(channel, handlers, { client: listenerClient });
     return { db, kind: 'postgres', pool, listen, close: () => db.destroy() };
   }
-  return openPglite(options.dataDir, options.statementTimeoutMs);
+  return openPglite(options.dataDir, options.statementTimeoutMs, options.snapshot);
 }
 
-async function openPglite(dataDir: string | undefined, statementTimeoutMs: number): Promise<DatabaseHandle> {
+async function openPglite(dataDir: string | undefined, statementTimeoutMs: number, snapshot: Blob | undefined): Promise<DatabaseHandle> {
   const { PGlite } = await import('@electric-sql/pglite');
   const { pg_trgm } = await import('@electric-sql/pglite/contrib/pg_trgm');
   const { PGLiteSocketServer } = await import('@electric-sql/pglite-socket');
 
-  const pglite = await PGlite.create(dataDir, { extensions: { pg_trgm } });
+  const pglite = await PGlite.create(dataDir, { extensions: { pg_trgm }, ...(snapshot ? { loadDataDir: snapshot } : {}) });
   // A private directory (mode 0700) for the socket: no other local user can reach the database.
   const socketDir = await mkdtemp(join(tmpdir(), 'ass-pglite-'));
   const server = new PGLiteSocketServer({ db: pglite, path: join(socketDir, '.s.PGSQL.5432') });

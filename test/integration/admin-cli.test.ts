@@ -1,9 +1,10 @@
 // The operator command (`npm run admin -- …`) as a real process against a real database: a fresh
-// PostgreSQL database cloned from the template, or a PGlite data directory. The database is opened
-// by the test only while no command runs (PGlite is a single-process database).
+// PostgreSQL database cloned from the template, or a copy of the migrated PGlite data directory (so
+// the first command does not pay for initdb). The database is opened by the test only while no
+// command runs (PGlite is a single-process database).
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { cp, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -38,6 +39,7 @@ async function cliDatabase(): Promise<CliDatabase> {
   const backend = inject('testBackend');
   if (backend.kind === 'pglite') {
     const dataDir = await mkdtemp(join(tmpdir(), 'ass-admin-cli-'));
+    await cp(backend.dataDir, dataDir, { recursive: true });
     return {
       env: { DATA_DIR: dataDir },
       async use(fn) {
@@ -208,7 +210,8 @@ describe('npm run admin', () => {
     });
   });
 
-  it.each([
+  // Each case has a data directory of its own and never opens a database: they run side by side.
+  it.concurrent.for<[why: string, args: string[]]>([
     ['no command', []],
     ['an unknown command', ['delete-everything']],
     ['create-account without --name', ['create-account']],
@@ -217,7 +220,7 @@ describe('npm run admin', () => {
     ['an unknown option', ['rotate-root-credential', '--name', 'acme', '--force']],
     ['list-accounts with an option', ['list-accounts', '--all']],
     ['a stray positional argument', ['list-accounts', 'acme']],
-  ])('exits 2 with the usage on %s, before touching the database', { timeout: TIMEOUT_MS }, async (_why, args) => {
+  ])('exits 2 with the usage on %s, before touching the database', { timeout: TIMEOUT_MS }, async ([, args], { expect }) => {
     const dataDir = await mkdtemp(join(tmpdir(), 'ass-admin-usage-'));
     try {
       // An unreachable DATABASE_URL as well: a usage error must not even try to connect.

@@ -4,6 +4,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:net';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { issueCredential } from '../../src/modules/accounts/credentials.js';
@@ -76,6 +77,36 @@ describe('the server process (embedded PGlite)', () => {
     expect((await authorized(server, token)).status).toBe(200);
 
     expect(await stop(server)).toEqual({ code: 0, signal: null });
+  }, START_TIMEOUT_MS * 2);
+
+  it('on a busy port says so in one line and exits 1; the credential it printed works on the next start', async () => {
+    const ownDataDir = await mkdtemp(join(tmpdir(), 'ass-server-busy-'));
+    const occupant = createServer();
+    await new Promise<void>((resolve) => occupant.listen(0, '127.0.0.1', resolve));
+    try {
+      const busyPort = (occupant.address() as { port: number }).port;
+      const failed = startServer({ DATA_DIR: ownDataDir, PORT: String(busyPort), HOST: '127.0.0.1' });
+      running.push(failed);
+      expect(await failed.exited).toEqual({ code: 1, signal: null });
+
+      // The credential was created and shown before the listen failed.
+      const printed = [...failed.output().matchAll(TOKEN_LINE)].map((match) => match[1]!);
+      expect(printed).toHaveLength(1);
+      // Besides the credential block and JSON log lines, one line: the reason and the fix.
+      const stderr = failed.stderrOutput().split('\n').filter((line) => line !== '' && !line.startsWith('{'));
+      expect(stderr).toEqual([`Port ${busyPort} is in use: set PORT to another port.`]);
+      expect(failed.output()).not.toMatch(/^\s+at /m);
+
+      const next = startServer({ DATA_DIR: ownDataDir, PORT: String(await freePort()), HOST: '127.0.0.1' });
+      running.push(next);
+      await waitUntilReady(next);
+      expect(next.output()).not.toContain('export TOKEN=');
+      expect((await authorized(next, printed[0]!)).status).toBe(200);
+      expect(await stop(next)).toEqual({ code: 0, signal: null });
+    } finally {
+      await new Promise((resolve) => occupant.close(resolve));
+      await rm(ownDataDir, { recursive: true, force: true });
+    }
   }, START_TIMEOUT_MS * 2);
 
   it('refuses to start with a bad PORT and names the variable', async () => {

@@ -1,4 +1,11 @@
-export type TestBackend = { kind: 'pglite' } | { kind: 'postgres'; adminUrl: string; template: string; source: string };
+export type TestBackend =
+  /**
+   * `snapshot`: a tarball of a migrated PGlite data directory (`dumpDataDir()`), which each test
+   * file restores instead of running initdb and the migrations; `dataDir`: the same migrated data
+   * directory on disk, for tests that run a process on a data directory of their own (copy it).
+   */
+  | { kind: 'pglite'; snapshot: string; dataDir: string }
+  | { kind: 'postgres'; adminUrl: string; template: string; source: string };
 
 declare module 'vitest' {
   export interface ProvidedContext {

@@ -3,8 +3,12 @@
 //   TEST_DATABASE_URL=…     → that PostgreSQL server;
 //   a Docker engine         → a throwaway PostgreSQL container (testcontainers);
 //   otherwise               → PGlite, so `npm test` passes on any fresh machine.
-// On PostgreSQL a template database is migrated once and each test file clones it.
+// On PostgreSQL a template database is migrated once and each test file clones it; on PGlite a data
+// directory is migrated once and each test file restores its snapshot (initdb costs seconds).
 import { existsSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
@@ -23,12 +27,13 @@ export default async function setup(project: TestProject): Promise<() => Promise
       await admin.query(`DROP DATABASE IF EXISTS "${backend.template}" WITH (FORCE)`);
       await admin.end();
     }
+    else await rm(join(backend.dataDir, '..'), { recursive: true, force: true });
     await stop?.();
   };
 }
 
 async function chooseBackend(): Promise<{ backend: TestBackend; stop?: () => Promise<void> }> {
-  if (process.env.TEST_DB === 'pglite') return { backend: { kind: 'pglite' } };
+  if (process.env.TEST_DB === 'pglite') return { backend: await preparePgliteSnapshot() };
   if (process.env.TEST_DATABASE_URL) {
     return { backend: await prepareTemplate(process.env.TEST_DATABASE_URL, 'TEST_DATABASE_URL') };
   }
@@ -41,7 +46,23 @@ async function chooseBackend(): Promise<{ backend: TestBackend; stop?: () => Pro
       console.warn(`[tests] Docker is not usable (${(error as Error).message}); falling back to PGlite`);
     }
   }
-  return { backend: { kind: 'pglite' } };
+  return { backend: await preparePgliteSnapshot() };
+}
+
+async function preparePgliteSnapshot(): Promise<TestBackend> {
+  const directory = await mkdtemp(join(tmpdir(), 'ass-pglite-template-'));
+  const dataDir = join(directory, 'data');
+  const handle = await openDatabase({ kind: 'pglite', dataDir, statementTimeoutMs: 60_000 });
+  await migrateToLatest(handle.db);
+  await handle.close();
+  const { PGlite } = await import('@electric-sql/pglite');
+  const { pg_trgm } = await import('@electric-sql/pglite/contrib/pg_trgm');
+  const pglite = await PGlite.create(dataDir, { extensions: { pg_trgm } });
+  const snapshot = join(directory, 'snapshot.tar');
+  // Uncompressed: gunzipping in every test file would cost more than reading a larger file.
+  await writeFile(snapshot, Buffer.from(await (await pglite.dumpDataDir('none')).arrayBuffer()));
+  await pglite.close();
+  return { kind: 'pglite', snapshot, dataDir };
 }
 
 async function prepareTemplate(adminUrl: string, source: string): Promise<TestBackend> {

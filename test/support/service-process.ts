@@ -10,7 +10,9 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 export interface ServiceProcess {
   child: ChildProcess;
   baseUrl: string;
+  /** stdout and stderr as they arrived. */
   output(): string;
+  stderrOutput(): string;
   /** The JSON log lines written so far. */
   logLines(): Record<string, unknown>[];
   alive(): boolean;
@@ -25,15 +27,21 @@ export function startServiceProcess(env: Record<string, string>): ServiceProcess
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
+  let stderr = '';
   child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr?.on('data', (chunk: Buffer) => {
+    output += chunk.toString();
+    stderr += chunk.toString();
+  });
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.once('exit', (code, signal) => resolve({ code, signal })),
+    // 'close', not 'exit': by then stdout and stderr are read to the end.
+    child.once('close', (code, signal) => resolve({ code, signal })),
   );
   return {
     child,
     baseUrl: `http://127.0.0.1:${env.PORT}`,
     output: () => output,
+    stderrOutput: () => stderr,
     logLines: () =>
       output
         .split('\n')

@@ -1,10 +1,10 @@
-// A private, migrated database for one test file: a clone of the template on PostgreSQL, a fresh
-// in-memory instance on PGlite. Dropped when the file is done.
+// A private, migrated database for one test file: a clone of the template on PostgreSQL, an
+// in-memory instance restored from the migrated snapshot on PGlite. Dropped when the file is done.
 import { randomBytes } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
 import pg from 'pg';
 import { inject } from 'vitest';
 import { type DatabaseHandle, openDatabase } from '../../src/db/connect.js';
-import { migrateToLatest } from '../../src/db/migrate.js';
 import { withDatabase } from './backend.js';
 
 export interface TestDatabase extends DatabaseHandle {
@@ -15,8 +15,8 @@ export interface TestDatabase extends DatabaseHandle {
 export async function createTestDatabase(options: { poolMax?: number } = {}): Promise<TestDatabase> {
   const backend = inject('testBackend');
   if (backend.kind === 'pglite') {
-    const handle = await openDatabase({ kind: 'pglite', dataDir: undefined, statementTimeoutMs: 60_000 });
-    await migrateToLatest(handle.db);
+    const snapshot = new Blob([await readFile(backend.snapshot)]);
+    const handle = await openDatabase({ kind: 'pglite', dataDir: undefined, statementTimeoutMs: 60_000, snapshot });
     return { ...handle, dispose: () => handle.close() };
   }
   const name = `ass_test_${randomBytes(6).toString('hex')}`;
