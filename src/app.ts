@@ -19,6 +19,7 @@ import type { PoolStats } from './lib/metrics-registry.js';
 import { authenticate } from './modules/accounts/accounts.service.js';
 import type { ListeningCredentialCache } from './modules/accounts/credential-cache-listener.js';
 import { healthRoutes } from './modules/health/health.routes.js';
+import { findSpaceOrThrow } from './modules/spaces/space-lookup.js';
 import { v1Routes } from './routes.js';
 
 export interface BuildAppOptions {
@@ -121,7 +122,7 @@ export async function buildApp({ db, limits, credentialMasterKey, logger = false
   await app.register(
     async (scope) => {
       registerAuthentication(scope, (authorization) => authenticate(db, authorization, cache));
-      registerAuthorization(scope, db);
+      registerAuthorization(scope, (accountId, spaceId) => findSpaceOrThrow(db, accountId, spaceId));
       await registerRateLimit(scope, limits);
       await v1Routes(scope as ZodApp, deps);
     },

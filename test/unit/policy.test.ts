@@ -9,7 +9,7 @@ import {
   isAllowed,
   spaceResource,
   visibleSpaces,
-} from '../../src/modules/iam/policy.js';
+} from '../../src/lib/policy.js';
 
 const A = 'space-00000000-0000-4000-8000-00000000000a';
 const B = 'space-00000000-0000-4000-8000-00000000000b';

@@ -1,6 +1,6 @@
 // The agent's one call per turn: session, memo and a budgeted window of recent events (SPEC 4.7).
 import { errorResponses } from '../../http/schemas.js';
-import { etagOf, parseIfMatch } from '../../http/preconditions.js';
+import { etagOf, parseIfMatch } from '../../lib/preconditions.js';
 import { sendJsonText, viewSerializerCompiler } from '../../http/view-serializer.js';
 import type { AppDeps, ZodApp } from '../../http/zod-app.js';
 import { Session } from '../sessions/session.model.js';

@@ -22,7 +22,7 @@ import type { Transaction } from 'kysely';
 import type { Database } from '../../db/connect.js';
 import type { DB } from '../../db/schema.js';
 import { AppError, invalidParameter } from '../../errors.js';
-import { assertIfMatch } from '../../http/preconditions.js';
+import { assertIfMatch } from '../../lib/preconditions.js';
 import { compactJsonLength } from '../../lib/json-measure.js';
 import type { SessionView } from '../sessions/session.model.js';
 import type { SessionJsonRow } from '../sessions/session-json.repository.js';

@@ -6,7 +6,7 @@ import type { Database } from '../../db/connect.js';
 import { preparedStatement } from '../../db/prepared-statements.js';
 import type { DB, JsonObject, JsonValue } from '../../db/schema.js';
 import { AppError } from '../../errors.js';
-import { preconditionFailed } from '../../http/preconditions.js';
+import { preconditionFailed } from '../../lib/preconditions.js';
 import type { SessionKey } from '../sessions/sessions.repository.js';
 import { stateLimitExceeded } from '../state/shared-state.js';
 import type { StoredScope } from '../state/scoped-state.js';

@@ -1,5 +1,5 @@
 import { errorResponses } from '../../http/schemas.js';
-import { etagOf, parseIfMatch } from '../../http/preconditions.js';
+import { etagOf, parseIfMatch } from '../../lib/preconditions.js';
 import { viewSerializerCompiler } from '../../http/view-serializer.js';
 import type { AppDeps, ZodApp } from '../../http/zod-app.js';
 import { recordAppend } from './append-metrics.js';

@@ -36,7 +36,7 @@ import {
   toPolicyView,
   toSubAccountView,
 } from './iam.schemas.js';
-import type { PolicyStatementValue } from './policy.js';
+import type { PolicyStatementValue } from '../../lib/policy.js';
 
 type Executor = Database | Transaction<DB>;
 

@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { invalidParameter } from '../../errors.js';
 import { errorResponses } from '../../http/schemas.js';
-import { etagOf, parseIfMatch } from '../../http/preconditions.js';
+import { etagOf, parseIfMatch } from '../../lib/preconditions.js';
 import { sendJsonText } from '../../http/view-serializer.js';
 import type { AppDeps, ZodApp } from '../../http/zod-app.js';
 import { Session } from './session.model.js';

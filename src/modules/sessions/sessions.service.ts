@@ -6,7 +6,7 @@ import type { Database } from '../../db/connect.js';
 import type { DB, JsonObject, SessionRow } from '../../db/schema.js';
 import { AppError, invalidParameter } from '../../errors.js';
 import { decodePageToken, encodePageToken } from '../../http/page-token.js';
-import { assertIfMatch, etagOf } from '../../http/preconditions.js';
+import { assertIfMatch, etagOf } from '../../lib/preconditions.js';
 import { newSessionId } from '../../lib/ids.js';
 import { findSpaceOrThrow } from '../spaces/space-lookup.js';
 import { assertStateWithinLimit, lockSharedStates, saveSharedStates } from '../state/shared-state.js';

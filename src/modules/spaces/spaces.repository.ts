@@ -3,7 +3,7 @@ import { type Expression, type ExpressionBuilder, type SqlBool, type Transaction
 import type { Database } from '../../db/connect.js';
 import { containsPattern } from '../../db/like.js';
 import type { DB, SpaceRow } from '../../db/schema.js';
-import type { SpaceVisibility } from '../iam/policy.js';
+import type { SpaceVisibility } from '../../lib/policy.js';
 
 type Executor = Database | Transaction<DB>;
 

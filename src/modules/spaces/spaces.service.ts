@@ -4,8 +4,8 @@ import type { Database } from '../../db/connect.js';
 import { AppError } from '../../errors.js';
 import { decodePageToken, encodePageToken } from '../../http/page-token.js';
 import { newSpaceId } from '../../lib/ids.js';
-import type { Principal } from '../accounts/principal.js';
-import { visibleSpaces } from '../iam/policy.js';
+import type { Principal } from '../../lib/principal.js';
+import { visibleSpaces } from '../../lib/policy.js';
 import { findSpaceOrThrow } from './space-lookup.js';
 import {
   type SpaceCursor,
