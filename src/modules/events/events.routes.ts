@@ -1,4 +1,4 @@
-import { errorResponses } from '../../http/schemas.js';
+import { SessionPath, errorResponses } from '../../http/schemas.js';
 import { etagOf, parseIfMatch } from '../../lib/preconditions.js';
 import { viewSerializerCompiler } from '../../http/view-serializer.js';
 import type { AppDeps, ZodApp } from '../../http/zod-app.js';
@@ -10,7 +10,6 @@ import {
   IfMatchHeaders,
   ListEventsQuery,
   ListEventsResponse,
-  SessionPath,
   appendEventsBody,
   appendEventsValidatorCompiler,
 } from './events.schemas.js';

@@ -63,8 +63,6 @@ export const ExportQuery = z.strictObject({
   format: z.enum(['json', 'yaml']).optional().describe('Overrides the Accept header: json or yaml.'),
 });
 
-export const ExportParams = z.object({ spaceId: SpaceId, userId: Identifier, sessionId: Identifier });
-export const ImportParams = z.object({ spaceId: SpaceId });
 
 const ImportedEvent = EventInput.extend({
   seq: z.number().int().min(1),
