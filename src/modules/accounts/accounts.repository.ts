@@ -1,5 +1,5 @@
 import { type Transaction, sql } from 'kysely';
-import type { Database } from '../../db/connect.js';
+import type { Database, Executor } from '../../db/connect.js';
 import type { CredentialRow, DB, PolicyStatementRow, PrincipalsTable } from '../../db/schema.js';
 
 export const ROOT_PRINCIPAL_ID = 'root';
@@ -30,7 +30,7 @@ export async function insertDefaultSpace(trx: Transaction<DB>, accountId: string
 }
 
 export async function upsertCredential(
-  db: Database | Transaction<DB>,
+  db: Executor,
   credential: { accountId: string; principalId: string; secretId: string; secretHash: Buffer; secretEncrypted?: Buffer | null },
 ): Promise<void> {
   const secretEncrypted = credential.secretEncrypted ?? null;

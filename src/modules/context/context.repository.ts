@@ -6,7 +6,7 @@
 // read by a backward range scan of the primary key events_pkey (account, space, user, session,
 // seq), which reads `limit` rows however long the history is.
 import { CompiledQuery, type Transaction, sql } from 'kysely';
-import type { Database } from '../../db/connect.js';
+import type { Executor } from '../../db/connect.js';
 import { preparedStatement } from '../../db/prepared-statements.js';
 import type { DB } from '../../db/schema.js';
 import { type SessionJsonRow, isoTimestamp, liveSessionQuery, sessionKeyParameters } from '../sessions/session-json.repository.js';
@@ -105,7 +105,7 @@ export interface SessionWithNewestEvents {
 }
 
 export async function findSessionWithNewestEvents(
-  db: Database | Transaction<DB>,
+  db: Executor,
   key: SessionKey,
   limit: number,
 ): Promise<SessionWithNewestEvents | undefined> {

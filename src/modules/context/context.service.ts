@@ -19,7 +19,7 @@
 // response ids, and joins the chosen texts. Only a newest event over budget on its own is parsed,
 // to cut its text (truncateText).
 import type { Transaction } from 'kysely';
-import type { Database } from '../../db/connect.js';
+import type { Database, Executor } from '../../db/connect.js';
 import type { DB } from '../../db/schema.js';
 import { AppError, invalidParameter } from '../../errors.js';
 import { assertIfMatch } from '../../lib/preconditions.js';
@@ -191,7 +191,7 @@ export async function writeContext(
 }
 
 /** 404 for the session, or for its space when that is what is missing (or another account's). */
-async function notFound(db: Database | Transaction<DB>, key: SessionKey): Promise<AppError> {
+async function notFound(db: Executor, key: SessionKey): Promise<AppError> {
   await findSpaceOrThrow(db, key.accountId, key.spaceId);
   return new AppError('ResourceNotFound.Session', `Session ${key.sessionId} of user ${key.userId} was not found.`);
 }

@@ -1,6 +1,6 @@
 // Queries of the events module. Every query is scoped by the full session key, account first.
 import { type SelectQueryBuilder, type Transaction, sql } from 'kysely';
-import type { Database } from '../../db/connect.js';
+import type { Executor } from '../../db/connect.js';
 import type { DB, EventRow, SessionRow } from '../../db/schema.js';
 import type { SessionKey } from '../sessions/sessions.repository.js';
 
@@ -13,8 +13,6 @@ export interface EventFilters {
   before?: Date;
   author?: string;
 }
-
-type Executor = Database | Transaction<DB>;
 
 const notExpired = sql<boolean>`(sessions.expire_time IS NULL OR sessions.expire_time > now())`;
 

@@ -1,10 +1,9 @@
 // Queries on sub-accounts, their policies and credentials. Every query is scoped by account_id.
 import { type Transaction, type Selectable, sql } from 'kysely';
-import type { Database } from '../../db/connect.js';
+import type { Executor } from '../../db/connect.js';
 import type { CredentialRow, DB, PoliciesTable, PolicyStatementRow, PrincipalsTable } from '../../db/schema.js';
 import { ROOT_PRINCIPAL_ID } from '../accounts/accounts.repository.js';
 
-type Executor = Database | Transaction<DB>;
 export type PrincipalRow = Selectable<PrincipalsTable>;
 export type PolicyRow = Selectable<PoliciesTable>;
 /** A credential as listed: never the hash nor the encrypted copy. */

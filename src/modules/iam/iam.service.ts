@@ -2,7 +2,7 @@
 // scoped to the caller's account: another account's sub-account or credential answers the same
 // 404 as a missing one.
 import type { Transaction } from 'kysely';
-import type { Database } from '../../db/connect.js';
+import type { Database, Executor } from '../../db/connect.js';
 import type { DB } from '../../db/schema.js';
 import { AppError } from '../../errors.js';
 import { decodePageToken, encodePageToken } from '../../http/page-token.js';
@@ -37,8 +37,6 @@ import {
   toSubAccountView,
 } from './iam.schemas.js';
 import type { PolicyStatementValue } from '../../lib/policy.js';
-
-type Executor = Database | Transaction<DB>;
 
 /** `sub-<UUIDv7>`: time-ordered, so listing in id order is listing in creation order. */
 const newSubAccountId = (): string => `sub-${uuidv7()}`;

@@ -6,13 +6,10 @@
 // Kysely on every request cost more than the database did), and the context read extends it with
 // a UNION that Kysely would not make clearer. Every statement here is read by primary key:
 // sessions_pkey, space_users_pkey, session_spaces_pkey (migrations/0001_core.sql).
-import { CompiledQuery, type Transaction } from 'kysely';
-import type { Database } from '../../db/connect.js';
+import { CompiledQuery } from 'kysely';
+import type { Executor } from '../../db/connect.js';
 import { preparedStatement } from '../../db/prepared-statements.js';
-import type { DB } from '../../db/schema.js';
 import type { SessionKey } from './sessions.repository.js';
-
-type Executor = Database | Transaction<DB>;
 
 /** A timestamptz as toISOString writes it: UTC, milliseconds, `Z` (PostgreSQL's MS truncates, as pg's Date does). */
 export const isoTimestamp = (column: string): string => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;

@@ -1,10 +1,8 @@
 // Queries on sessions and the per-user session counter. Every query is scoped by account and space.
 import { type Expression, type ExpressionBuilder, type SqlBool, type Transaction, sql } from 'kysely';
-import type { Database } from '../../db/connect.js';
+import type { Executor } from '../../db/connect.js';
 import { containsPattern } from '../../db/like.js';
 import type { DB, JsonObject, SessionRow } from '../../db/schema.js';
-
-type Executor = Database | Transaction<DB>;
 
 export interface UserKey {
   accountId: string;

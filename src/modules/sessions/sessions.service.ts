@@ -1,9 +1,8 @@
 // Session rules: idempotent create, describe, modify with preconditions, delete, and the lists.
 // Each write runs in one transaction; expired sessions behave as absent everywhere.
-import type { Transaction } from 'kysely';
 import type { Limits } from '../../config.js';
-import type { Database } from '../../db/connect.js';
-import type { DB, JsonObject, SessionRow } from '../../db/schema.js';
+import type { Database, Executor } from '../../db/connect.js';
+import type { JsonObject, SessionRow } from '../../db/schema.js';
 import { AppError, invalidParameter } from '../../errors.js';
 import { decodePageToken, encodePageToken } from '../../http/page-token.js';
 import { assertIfMatch, etagOf } from '../../lib/preconditions.js';
@@ -121,7 +120,7 @@ export async function describeSession(db: Database, key: SessionKey): Promise<{ 
  * space's `app:*` keys), read in one query; undefined when it is missing or expired. Every module
  * that answers a session reads it through here. Inside a transaction, pass the transaction.
  */
-export async function readSessionView(db: Database | Transaction<DB>, key: SessionKey): Promise<SessionView | undefined> {
+export async function readSessionView(db: Executor, key: SessionKey): Promise<SessionView | undefined> {
   const row = await findLiveSessionWithSharedState(db, key);
   return row ? sessionViewOf(row) : undefined;
 }

@@ -1,11 +1,9 @@
 // Queries on session spaces. Every query is scoped by account_id.
 import { type Expression, type ExpressionBuilder, type SqlBool, type Transaction, sql } from 'kysely';
-import type { Database } from '../../db/connect.js';
+import type { Executor } from '../../db/connect.js';
 import { containsPattern } from '../../db/like.js';
 import type { DB, SpaceRow } from '../../db/schema.js';
 import type { SpaceVisibility } from '../../lib/policy.js';
-
-type Executor = Database | Transaction<DB>;
 
 export interface SpaceFilters {
   name?: string | undefined;

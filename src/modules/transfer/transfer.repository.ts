@@ -1,10 +1,8 @@
 // Queries of export and import. Every query is scoped by account and space.
 import { type Insertable, type Transaction, sql } from 'kysely';
-import type { Database } from '../../db/connect.js';
+import type { Executor } from '../../db/connect.js';
 import type { DB, EventRow, EventsTable, JsonObject, NewSessionRow, SessionRow, SpaceRow } from '../../db/schema.js';
 import { type SessionKey, type UserKey, liveSessionWithSharedState } from '../sessions/sessions.repository.js';
-
-type Executor = Database | Transaction<DB>;
 
 export type { SessionKey, UserKey };
 

@@ -1,9 +1,7 @@
 // Queries on the business users of a space (space_users), scoped by account and space.
-import { type ExpressionBuilder, type Transaction, sql } from 'kysely';
-import type { Database } from '../../db/connect.js';
+import { type ExpressionBuilder, sql } from 'kysely';
+import type { Executor } from '../../db/connect.js';
 import type { DB, JsonObject } from '../../db/schema.js';
-
-type Executor = Database | Transaction<DB>;
 
 export interface SpaceUserRow {
   user_id: string;
