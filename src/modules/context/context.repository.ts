@@ -10,9 +10,7 @@ import type { Executor } from '../../db/connect.js';
 import { preparedStatement } from '../../db/prepared-statements.js';
 import type { DB } from '../../db/schema.js';
 import { type SessionJsonRow, isoTimestamp, liveSessionQuery, sessionKeyParameters } from '../sessions/session-json.repository.js';
-import type { SessionKey } from '../sessions/sessions.repository.js';
-
-export type { SessionKey };
+import type { SessionKey } from '../../db/keys.js';
 
 /**
  * toEventView in SQL, over `e` (an events row with its content as text, `content_text`): the

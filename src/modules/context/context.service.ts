@@ -30,10 +30,10 @@ import { MEMO_MAX_BYTES, readSessionView } from '../sessions/sessions.service.js
 import { findSpaceOrThrow } from '../spaces/space-lookup.js';
 import { type WindowEvent, type WindowPart, selectWindowRange, truncateText } from './context-window.js';
 import { lockSession } from '../sessions/sessions.repository.js';
-import { type EventJsonRow, type SessionKey, findSessionWithNewestEvents, listNewestEvents, updateContextFields } from './context.repository.js';
+import type { SessionKey } from '../../db/keys.js';
+import { type EventJsonRow, findSessionWithNewestEvents, listNewestEvents, updateContextFields } from './context.repository.js';
 import type { ContextBudget, PutContextInput } from './context.schemas.js';
 
-export type { SessionKey } from './context.repository.js';
 
 /**
  * The first read assumes events of about this many characters (an agent turn is typically a few

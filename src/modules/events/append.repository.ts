@@ -7,7 +7,7 @@ import { preparedStatement } from '../../db/prepared-statements.js';
 import type { JsonObject, JsonValue } from '../../db/schema.js';
 import { AppError } from '../../errors.js';
 import { preconditionFailed } from '../../lib/preconditions.js';
-import type { SessionKey } from '../sessions/sessions.repository.js';
+import type { SessionKey } from '../../db/keys.js';
 import { stateLimitExceeded } from '../state/shared-state.js';
 import type { StoredScope } from '../state/scoped-state.js';
 import type { EventDocument } from './append-plan.js';

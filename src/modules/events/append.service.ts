@@ -21,7 +21,8 @@ import { lockSharedStates } from '../state/shared-state.js';
 import { type PreparedEvent, eventDocument, planReplays, prepareAppend, writtenEventRow } from './append-plan.js';
 import { type AppendedSession, StoredEventIdError, appendInDatabase } from './append.repository.js';
 import { type EventView, toEventView } from './event.model.js';
-import { type SessionKey, findEventsByEventIds, lockSessionForUpdate } from './events.repository.js';
+import type { SessionKey } from '../../db/keys.js';
+import { findEventsByEventIds, lockSessionForUpdate } from './events.repository.js';
 import type { AppendEventsBody } from './events.schemas.js';
 
 export interface AppendEventsResult {

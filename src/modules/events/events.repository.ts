@@ -2,9 +2,7 @@
 import { type SelectQueryBuilder, type Transaction, sql } from 'kysely';
 import type { Executor } from '../../db/connect.js';
 import type { DB, EventRow, SessionRow } from '../../db/schema.js';
-import type { SessionKey } from '../sessions/sessions.repository.js';
-
-export type { SessionKey };
+import type { SessionKey } from '../../db/keys.js';
 
 export interface EventFilters {
   afterSeq?: number;

@@ -5,10 +5,10 @@ import { AppError } from '../../errors.js';
 import { decodePageToken, encodePageToken } from '../../http/page-token.js';
 import { findSpaceOrThrow } from '../spaces/space-lookup.js';
 import { type EventView, toEventView } from './event.model.js';
-import { type EventFilters, type SessionKey, countEvents, findEvent, findLiveSession, listEvents } from './events.repository.js';
+import type { SessionKey } from '../../db/keys.js';
+import { type EventFilters, countEvents, findEvent, findLiveSession, listEvents } from './events.repository.js';
 import type { ListEventsQueryValue } from './events.schemas.js';
 
-export type { SessionKey } from './events.repository.js';
 
 export interface ListEventsResult {
   events: EventView[];

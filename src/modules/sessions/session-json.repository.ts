@@ -9,7 +9,7 @@
 import { CompiledQuery } from 'kysely';
 import type { Executor } from '../../db/connect.js';
 import { preparedStatement } from '../../db/prepared-statements.js';
-import type { SessionKey } from './sessions.repository.js';
+import type { SessionKey } from '../../db/keys.js';
 
 /** A timestamptz as toISOString writes it: UTC, milliseconds, `Z` (PostgreSQL's MS truncates, as pg's Date does). */
 export const isoTimestamp = (column: string): string => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;

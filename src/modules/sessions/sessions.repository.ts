@@ -2,17 +2,8 @@
 import { type Expression, type ExpressionBuilder, type SqlBool, type Transaction, sql } from 'kysely';
 import type { Executor } from '../../db/connect.js';
 import { containsPattern } from '../../db/like.js';
+import type { SessionKey, UserKey } from '../../db/keys.js';
 import type { DB, JsonObject, SessionRow } from '../../db/schema.js';
-
-export interface UserKey {
-  accountId: string;
-  spaceId: string;
-  userId: string;
-}
-
-export interface SessionKey extends UserKey {
-  sessionId: string;
-}
 
 /** How a write sets expire_time: a fixed time, seconds from the database's now, or none. */
 export type ExpirySetting = { at: Date } | { ttlSeconds: number } | null;

@@ -12,14 +12,13 @@ import { assertStateWithinLimit, lockSharedStates, saveSharedStates } from '../s
 import { applyMergePatch } from '../state/merge-patch.js';
 import { applyScopedDelta, scopesTouched, splitByScope } from '../state/scoped-state.js';
 import { type Metadata, metadataIssues } from './metadata-rules.js';
+import type { SessionKey, UserKey } from '../../db/keys.js';
 import { findSessionJson } from './session-json.repository.js';
 import { type SessionView, toSessionView } from './session.model.js';
 import type { CreateSessionInput, ListSessionsQuery, ModifySessionInput } from './sessions.schemas.js';
 import {
   type ExpirySetting,
   type SessionFilter,
-  type SessionKey,
-  type UserKey,
   adjustSessionCount,
   countSessions,
   deleteSessionRow,

@@ -3,7 +3,7 @@
 import type { Transaction } from 'kysely';
 import type { Executor } from '../../db/connect.js';
 import type { DB, JsonObject } from '../../db/schema.js';
-import type { UserKey } from '../sessions/sessions.repository.js';
+import type { UserKey } from '../../db/keys.js';
 
 /** The user's state (`{}` when the user has no row yet) and the space's state, in one query. */
 export async function readSharedStates(db: Executor, user: UserKey): Promise<{ user: JsonObject; app: JsonObject } | undefined> {

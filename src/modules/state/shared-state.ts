@@ -7,10 +7,15 @@ import type { Limits } from '../../config.js';
 import type { DB, JsonObject } from '../../db/schema.js';
 import { AppError } from '../../errors.js';
 import { stateBytes } from '../../lib/json-measure.js';
-import type { SharedStates } from '../sessions/session.model.js';
-import type { UserKey } from '../sessions/sessions.repository.js';
+import type { UserKey } from '../../db/keys.js';
 import type { ScopedStates, StoredScope } from './scoped-state.js';
 import { lockSpaceState, lockUserState, readSharedStates, saveSpaceState, saveUserState } from './shared-state.repository.js';
+
+/** The state shared by the sessions of a user (`user:` keys) and of a space (`app:` keys). */
+export interface SharedStates {
+  user: JsonObject;
+  app: JsonObject;
+}
 
 /**
  * The user's and the space's state for a transaction that holds the session row (or has just

@@ -2,7 +2,8 @@
 import { type Insertable, type Transaction, sql } from 'kysely';
 import type { Executor } from '../../db/connect.js';
 import type { DB, EventRow, EventsTable, JsonObject, NewSessionRow, SessionRow, SpaceRow } from '../../db/schema.js';
-import { type SessionKey, type UserKey, liveSessionWithSharedState } from '../sessions/sessions.repository.js';
+import type { SessionKey, UserKey } from '../../db/keys.js';
+import { liveSessionWithSharedState } from '../sessions/sessions.repository.js';
 
 export type { SessionKey, UserKey };
 
