@@ -2,6 +2,7 @@
 import { type SelectQueryBuilder, type Transaction, sql } from 'kysely';
 import type { Executor } from '../../db/connect.js';
 import type { DB, EventRow, SessionRow } from '../../db/schema.js';
+import { SESSION_NOT_EXPIRED, sessionNotExpiredText } from '../../db/sql-fragments.js';
 import type { SessionKey } from '../../db/keys.js';
 
 export interface EventFilters {
@@ -12,7 +13,7 @@ export interface EventFilters {
   author?: string;
 }
 
-const notExpired = sql<boolean>`(sessions.expire_time IS NULL OR sessions.expire_time > now())`;
+const LIVE = sql.raw(sessionNotExpiredText('sessions'));
 
 /**
  * Locks the (unexpired) session row until the transaction ends: concurrent appends queue here and
@@ -27,7 +28,7 @@ export async function lockSessionForUpdate(trx: Transaction<DB>, key: SessionKey
     SELECT sessions.*, date_trunc('milliseconds', clock_timestamp()) AS now
     FROM sessions
     WHERE account_id = ${key.accountId} AND space_id = ${key.spaceId} AND user_id = ${key.userId} AND session_id = ${key.sessionId}
-      AND (expire_time IS NULL OR expire_time > now())
+      AND ${LIVE}
     FOR UPDATE
   `.execute(trx);
   return result.rows[0];
@@ -45,7 +46,7 @@ export async function findLiveSession(db: Executor, key: SessionKey): Promise<{ 
     .where('sessions.space_id', '=', key.spaceId)
     .where('sessions.user_id', '=', key.userId)
     .where('sessions.session_id', '=', key.sessionId)
-    .where(notExpired)
+    .where(SESSION_NOT_EXPIRED)
     .executeTakeFirst();
 }
 

@@ -2,7 +2,8 @@
 import { z } from 'zod';
 import type { PolicyStatementRow } from '../../db/schema.js';
 import { IncludeTotal, PageToken, Timestamp, pageSize } from '../../http/schemas.js';
-import type { CredentialListRow, PolicyRow, PrincipalRow } from './iam.repository.js';
+import type { CredentialListRow } from '../accounts/accounts.repository.js';
+import type { PolicyRow, PrincipalRow } from './iam.repository.js';
 import { PolicyStatement } from '../../lib/policy.js';
 
 export const SUB_ACCOUNT_NAME_MAX = 128;

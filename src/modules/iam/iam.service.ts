@@ -7,7 +7,7 @@ import type { DB } from '../../db/schema.js';
 import { AppError } from '../../errors.js';
 import { decodePageToken, encodePageToken } from '../../http/page-token.js';
 import { uuidv7 } from '../../lib/ids.js';
-import { ROOT_PRINCIPAL_ID } from '../accounts/accounts.repository.js';
+import { ROOT_PRINCIPAL_ID, insertCredential } from '../accounts/accounts.repository.js';
 import { hashSecretKey, issueCredential } from '../accounts/credentials.js';
 import { encryptSecret } from '../accounts/secret-box.js';
 import {
@@ -18,7 +18,6 @@ import {
   findPolicy,
   findSubAccount,
   hasOtherEnabledRootCredential,
-  insertCredential,
   insertSubAccount,
   listCredentials,
   listSubAccounts,

@@ -8,6 +8,7 @@
 // sessions_pkey, space_users_pkey, session_spaces_pkey (migrations/0001_core.sql).
 import { CompiledQuery } from 'kysely';
 import type { Executor } from '../../db/connect.js';
+import { sessionNotExpiredText } from '../../db/sql-fragments.js';
 import { preparedStatement } from '../../db/prepared-statements.js';
 import type { SessionKey } from '../../db/keys.js';
 
@@ -43,7 +44,7 @@ const LIVE_SESSION_FROM = `sessions AS s
   JOIN space_users AS u ON u.account_id = s.account_id AND u.space_id = s.space_id AND u.user_id = s.user_id
   JOIN session_spaces AS a ON a.account_id = s.account_id AND a.space_id = s.space_id
   WHERE s.account_id = $1 AND s.space_id = $2 AND s.user_id = $3 AND s.session_id = $4
-    AND (s.expire_time IS NULL OR s.expire_time > now())`;
+    AND ${sessionNotExpiredText('s')}`;
 
 /**
  * The live session's read: its JSON, the memo's, and what the route needs besides (the revision

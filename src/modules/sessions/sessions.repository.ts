@@ -4,20 +4,16 @@ import type { Executor } from '../../db/connect.js';
 import { containsPattern } from '../../db/like.js';
 import type { SessionKey, UserKey } from '../../db/keys.js';
 import type { DB, JsonObject, SessionRow } from '../../db/schema.js';
+import { NOW_MS, SESSION_NOT_EXPIRED } from '../../db/sql-fragments.js';
 
 /** How a write sets expire_time: a fixed time, seconds from the database's now, or none. */
 export type ExpirySetting = { at: Date } | { ttlSeconds: number } | null;
 
-const nowMs = sql<Date>`date_trunc('milliseconds', now())`;
-
 function expiryValue(expiry: ExpirySetting) {
   if (expiry === null) return null;
   if ('at' in expiry) return expiry.at;
-  return sql<Date>`date_trunc('milliseconds', now()) + make_interval(secs => ${expiry.ttlSeconds})`;
+  return sql<Date>`${NOW_MS} + make_interval(secs => ${expiry.ttlSeconds})`;
 }
-
-// Column names are qualified: the read queries join the user's and the space's state.
-const isLive = (eb: ExpressionBuilder<DB, 'sessions'>) => eb.or([eb('sessions.expire_time', 'is', null), eb('sessions.expire_time', '>', sql<Date>`now()`)]);
 
 const byKey = (eb: ExpressionBuilder<DB, 'sessions'>, key: SessionKey) =>
   eb.and([
@@ -113,7 +109,7 @@ export async function findLiveSession(db: Executor, key: SessionKey): Promise<Se
   return db
     .selectFrom('sessions')
     .selectAll()
-    .where((eb) => eb.and([byKey(eb, key), isLive(eb)]))
+    .where((eb) => eb.and([byKey(eb, key), SESSION_NOT_EXPIRED]))
     .executeTakeFirst();
 }
 
@@ -124,7 +120,7 @@ export async function findLiveSessionWithSharedState(db: Executor, key: SessionK
 
 /** The query of findLiveSessionWithSharedState, for readers that select more alongside (context). */
 export function liveSessionWithSharedState(db: Executor, key: SessionKey) {
-  return sessionsWithSharedState(db).where((eb) => eb.and([byKey(eb, key), isLive(eb)]));
+  return sessionsWithSharedState(db).where((eb) => eb.and([byKey(eb, key), SESSION_NOT_EXPIRED]));
 }
 
 /** Deletes the session; its events go with it (trigger sessions_delete_events). */
@@ -149,7 +145,7 @@ export async function updateSessionRow(trx: Transaction<DB>, key: SessionKey, ch
       ...(changes.memo !== undefined ? { memo: changes.memo } : {}),
       ...(changes.expiry !== undefined ? { expire_time: expiryValue(changes.expiry) } : {}),
       revision: eb('revision', '+', 1),
-      update_time: nowMs,
+      update_time: NOW_MS,
     }))
     .where((eb) => byKey(eb, key))
     .returningAll()
@@ -188,7 +184,7 @@ export interface SessionPageRequest {
 const metadataInSpace = sql`jsonb_set('{}'::jsonb, ARRAY[sessions.space_id], sessions.metadata)`;
 
 function filterExpression(eb: ExpressionBuilder<DB, 'sessions'>, filter: SessionFilter): Expression<SqlBool> {
-  const conditions: Expression<SqlBool>[] = [eb('sessions.account_id', '=', filter.accountId), eb('sessions.space_id', '=', filter.spaceId), isLive(eb)];
+  const conditions: Expression<SqlBool>[] = [eb('sessions.account_id', '=', filter.accountId), eb('sessions.space_id', '=', filter.spaceId), SESSION_NOT_EXPIRED];
   if (filter.userIds?.length) conditions.push(eb('sessions.user_id', 'in', filter.userIds));
   if (filter.sessionIds?.length) conditions.push(eb('sessions.session_id', 'in', filter.sessionIds));
   if (filter.title !== undefined) conditions.push(eb('sessions.title', '=', filter.title));

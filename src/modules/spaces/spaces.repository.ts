@@ -3,6 +3,7 @@ import { type Expression, type ExpressionBuilder, type SqlBool, type Transaction
 import type { Executor } from '../../db/connect.js';
 import { containsPattern } from '../../db/like.js';
 import type { DB, SpaceRow } from '../../db/schema.js';
+import { NOW_MS, SESSION_NOT_EXPIRED } from '../../db/sql-fragments.js';
 import type { SpaceVisibility } from '../../lib/policy.js';
 
 export interface SpaceFilters {
@@ -19,7 +20,6 @@ export interface SpaceCursor {
   spaceId: string;
 }
 
-const NOW_MS = sql<Date>`date_trunc('milliseconds', now())`;
 
 export async function insertSpace(
   db: Executor,
@@ -102,7 +102,7 @@ export async function hasLiveSessions(trx: Transaction<DB>, accountId: string, s
     .select(sql`1`.as('one'))
     .where('account_id', '=', accountId)
     .where('space_id', '=', spaceId)
-    .where((eb) => eb.or([eb('expire_time', 'is', null), eb('expire_time', '>', sql<Date>`now()`)]))
+    .where(SESSION_NOT_EXPIRED)
     .limit(1)
     .executeTakeFirst();
   return row !== undefined;

@@ -2,6 +2,7 @@
 import { type ExpressionBuilder, sql } from 'kysely';
 import type { Executor } from '../../db/connect.js';
 import type { DB, JsonObject } from '../../db/schema.js';
+import { SESSION_NOT_EXPIRED } from '../../db/sql-fragments.js';
 
 export interface SpaceUserRow {
   user_id: string;
@@ -36,7 +37,7 @@ export async function listSpaceUsers(db: Executor, accountId: string, spaceId: s
         .whereRef('sessions.account_id', '=', 'space_users.account_id')
         .whereRef('sessions.space_id', '=', 'space_users.space_id')
         .whereRef('sessions.user_id', '=', 'space_users.user_id')
-        .where((inner) => inner.or([inner('sessions.expire_time', 'is', null), inner('sessions.expire_time', '>', sql<Date>`now()`)]))
+        .where(SESSION_NOT_EXPIRED)
         .orderBy('sessions.update_time', 'desc')
         .limit(1)
         .as('last_activity_time'),
