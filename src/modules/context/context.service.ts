@@ -19,7 +19,7 @@
 // response ids, and joins the chosen texts. Only a newest event over budget on its own is parsed,
 // to cut its text (truncateText).
 import type { Transaction } from 'kysely';
-import type { Database, Executor } from '../../db/connect.js';
+import type { Database } from '../../db/connect.js';
 import type { DB } from '../../db/schema.js';
 import { AppError, invalidParameter } from '../../errors.js';
 import { assertIfMatch } from '../../lib/preconditions.js';
@@ -27,7 +27,7 @@ import { compactJsonLength } from '../../lib/json-measure.js';
 import type { SessionView } from '../sessions/session.model.js';
 import type { SessionJsonRow } from '../sessions/session-json.repository.js';
 import { MEMO_MAX_BYTES, readSessionView } from '../sessions/sessions.service.js';
-import { findSpaceOrThrow } from '../spaces/space-lookup.js';
+import { sessionNotFound } from '../sessions/session-not-found.js';
 import { type WindowEvent, type WindowPart, selectWindowRange, truncateText } from './context-window.js';
 import { lockSession } from '../sessions/sessions.repository.js';
 import type { SessionKey } from '../../db/keys.js';
@@ -62,7 +62,7 @@ export interface SessionContextJson {
 export async function readContext(db: Database, key: SessionKey, budget: ContextBudget): Promise<SessionContextJson> {
   const firstPage = pageLimit(budget, { events: 0, chars: 0 });
   const read = await findSessionWithNewestEvents(db, key, firstPage);
-  if (!read) throw await notFound(db, key);
+  if (!read) throw await sessionNotFound(db, key);
   const { session, newest } = read;
   const candidates = newCandidates();
   for (const event of newest) addCandidate(candidates, event);
@@ -79,7 +79,7 @@ function readContextInSnapshot(db: Database, key: SessionKey, budget: ContextBud
     .execute(async (trx) => {
       const firstPage = pageLimit(budget, { events: 0, chars: 0 });
       const read = await findSessionWithNewestEvents(trx, key, firstPage);
-      if (!read) throw await notFound(trx, key);
+      if (!read) throw await sessionNotFound(trx, key);
       const candidates = newCandidates();
       for (const event of read.newest) addCandidate(candidates, event);
       const range = { windowStartSeq: read.session.window_start_seq, lastSeq: read.session.event_count, ...budget };
@@ -177,7 +177,7 @@ export async function writeContext(
 
   return db.transaction().execute(async (trx) => {
     const current = await lockSession(trx, key);
-    if (!current || current.expired) throw await notFound(trx, key);
+    if (!current || current.expired) throw await sessionNotFound(trx, key);
     assertIfMatch(ifMatch, current.revision);
     if (input.windowStartSeq !== undefined && input.windowStartSeq > current.event_count + 1) {
       throw invalidParameter('windowStartSeq', `must be at most eventCount + 1 (${current.event_count + 1})`);
@@ -190,8 +190,3 @@ export async function writeContext(
   });
 }
 
-/** 404 for the session, or for its space when that is what is missing (or another account's). */
-async function notFound(db: Executor, key: SessionKey): Promise<AppError> {
-  await findSpaceOrThrow(db, key.accountId, key.spaceId);
-  return new AppError('ResourceNotFound.Session', `Session ${key.sessionId} of user ${key.userId} was not found.`);
-}

@@ -38,7 +38,7 @@ export async function lockSessionForUpdate(trx: Transaction<DB>, key: SessionKey
  * The session's id if it exists and has not expired. Only the key is read: the reads that check
  * this need nothing else, and the state, metadata and memo can be large.
  */
-export async function findLiveSession(db: Executor, key: SessionKey): Promise<{ session_id: string } | undefined> {
+export async function findLiveSessionId(db: Executor, key: SessionKey): Promise<{ session_id: string } | undefined> {
   return db
     .selectFrom('sessions')
     .select('sessions.session_id')

@@ -1,5 +1,5 @@
 // Queries on sessions and the per-user session counter. Every query is scoped by account and space.
-import { type Expression, type ExpressionBuilder, type SqlBool, type Transaction, sql } from 'kysely';
+import { type Expression, type InsertObject, type ExpressionBuilder, type SqlBool, type Transaction, sql } from 'kysely';
 import type { Executor } from '../../db/connect.js';
 import { containsPattern } from '../../db/like.js';
 import type { SessionKey, UserKey } from '../../db/keys.js';
@@ -69,23 +69,29 @@ export interface NewSession {
   expiry: ExpirySetting;
 }
 
+/** The row of a session created through the API; the table's defaults fill the rest. */
+export function newSessionValues(key: SessionKey, fields: NewSession): InsertObject<DB, 'sessions'> {
+  return {
+    account_id: key.accountId,
+    space_id: key.spaceId,
+    user_id: key.userId,
+    session_id: key.sessionId,
+    title: fields.title,
+    metadata: JSON.stringify(fields.metadata),
+    state: JSON.stringify(fields.state),
+    expire_time: expiryValue(fields.expiry),
+  };
+}
+
 /**
- * Inserts the session unless the key is taken. A concurrent insert of the same key makes this wait
- * for the other transaction and then do nothing, so exactly one caller creates the row.
+ * Inserts the session unless the key is taken (then answers undefined): create and import. A
+ * concurrent insert of the same key makes this wait for the other transaction and then do nothing,
+ * so exactly one caller creates the row.
  */
-export async function insertSessionIfAbsent(trx: Transaction<DB>, key: SessionKey, fields: NewSession): Promise<SessionRow | undefined> {
+export async function insertSessionIfAbsent(trx: Transaction<DB>, row: InsertObject<DB, 'sessions'>): Promise<SessionRow | undefined> {
   return trx
     .insertInto('sessions')
-    .values({
-      account_id: key.accountId,
-      space_id: key.spaceId,
-      user_id: key.userId,
-      session_id: key.sessionId,
-      title: fields.title,
-      metadata: JSON.stringify(fields.metadata),
-      state: JSON.stringify(fields.state),
-      expire_time: expiryValue(fields.expiry),
-    })
+    .values(row)
     .onConflict((oc) => oc.columns(['account_id', 'space_id', 'user_id', 'session_id']).doNothing())
     .returningAll()
     .executeTakeFirst();
@@ -101,15 +107,6 @@ export async function lockSession(trx: Transaction<DB>, key: SessionKey): Promis
     .select(sql<boolean>`coalesce(expire_time <= now(), false)`.as('expired'))
     .where((eb) => byKey(eb, key))
     .forUpdate()
-    .executeTakeFirst();
-}
-
-/** The session unless it is missing or expired. */
-export async function findLiveSession(db: Executor, key: SessionKey): Promise<SessionRow | undefined> {
-  return db
-    .selectFrom('sessions')
-    .selectAll()
-    .where((eb) => eb.and([byKey(eb, key), SESSION_NOT_EXPIRED]))
     .executeTakeFirst();
 }
 
@@ -174,7 +171,6 @@ export interface SessionPageRequest {
   after?: { time: string; userId: string; sessionId: string };
   limit: number;
 }
-
 
 /**
  * The session's metadata under its space id, `{ "<spaceId>": { ...metadata } }`: containment (@>)

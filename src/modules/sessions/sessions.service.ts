@@ -13,6 +13,7 @@ import { applyMergePatch } from '../state/merge-patch.js';
 import { applyScopedDelta, scopesTouched, splitByScope } from '../state/scoped-state.js';
 import { type Metadata, metadataIssues } from './metadata-rules.js';
 import type { SessionKey, UserKey } from '../../db/keys.js';
+import { sessionNotFound } from './session-not-found.js';
 import { findSessionJson } from './session-json.repository.js';
 import { type SessionView, toSessionView } from './session.model.js';
 import type { CreateSessionInput, ListSessionsQuery, ModifySessionInput } from './sessions.schemas.js';
@@ -25,6 +26,7 @@ import {
   ensureSpaceUser,
   findLiveSessionWithSharedState,
   insertSessionIfAbsent,
+  newSessionValues,
   listSessionRows,
   lockSession,
   updateSessionRow,
@@ -78,7 +80,7 @@ export async function createSession(
     // Two rounds at most: a concurrent create may replace an expired row between our insert
     // attempt and our lock, and then the second round finds the new row.
     for (let attempt = 0; attempt < 3; attempt++) {
-      const inserted = await insertSessionIfAbsent(trx, key, fields);
+      const inserted = await insertSessionIfAbsent(trx, newSessionValues(key, fields));
       if (inserted) {
         await adjustSessionCount(trx, user, 1);
         return created(inserted);
@@ -92,7 +94,7 @@ export async function createSession(
       }
       // Replacing an expired session keeps the user's session count as it was.
       await deleteSessionRow(trx, key);
-      const fresh = await insertSessionIfAbsent(trx, key, fields);
+      const fresh = await insertSessionIfAbsent(trx, newSessionValues(key, fields));
       if (fresh) return created(fresh);
     }
     throw new AppError('InternalError', 'The session could not be created; retry.');
@@ -110,7 +112,7 @@ export async function createSession(
  */
 export async function describeSession(db: Database, key: SessionKey): Promise<{ json: string; revision: number }> {
   const session = await findSessionJson(db, key);
-  if (!session) throw await notFound(db, key);
+  if (!session) throw await sessionNotFound(db, key);
   return { json: session.session_json, revision: session.revision };
 }
 
@@ -140,7 +142,7 @@ export async function modifySession(db: Database, key: SessionKey, input: Modify
 
   return db.transaction().execute(async (trx) => {
     const current = await lockSession(trx, key);
-    if (!current || current.expired) throw await notFound(trx, key);
+    if (!current || current.expired) throw await sessionNotFound(trx, key);
     assertIfMatch(ifMatch, current.revision);
     let metadata: Metadata | undefined;
     if (input.metadata !== undefined) {
@@ -160,7 +162,7 @@ export async function modifySession(db: Database, key: SessionKey, input: Modify
 export async function deleteSession(db: Database, key: SessionKey, ifMatch: IfMatch): Promise<void> {
   await db.transaction().execute(async (trx) => {
     const current = await lockSession(trx, key);
-    if (!current || current.expired) throw await notFound(trx, key);
+    if (!current || current.expired) throw await sessionNotFound(trx, key);
     assertIfMatch(ifMatch, current.revision);
     await deleteSessionRow(trx, key);
     await adjustSessionCount(trx, key, -1);
@@ -282,8 +284,3 @@ function alreadyExists(row: SessionRow): AppError {
   });
 }
 
-/** 404 for the session, or for its space when that is what is missing (or another account's). */
-async function notFound(db: Parameters<typeof findSpaceOrThrow>[0], key: SessionKey): Promise<AppError> {
-  await findSpaceOrThrow(db, key.accountId, key.spaceId);
-  return new AppError('ResourceNotFound.Session', `Session ${key.sessionId} of user ${key.userId} was not found.`);
-}

@@ -21,6 +21,10 @@ export async function findSpaceOrThrow(
   if (lock === 'key-share') query = query.forKeyShare();
   if (lock === 'update') query = query.forUpdate();
   const space = await query.executeTakeFirst();
-  if (!space) throw new AppError('ResourceNotFound.SessionSpace', `Session space ${spaceId} was not found.`);
+  if (!space) throw spaceNotFound(spaceId);
   return space;
+}
+
+export function spaceNotFound(spaceId: string): AppError {
+  return new AppError('ResourceNotFound.SessionSpace', `Session space ${spaceId} was not found.`);
 }

@@ -6,7 +6,7 @@ import { decodePageToken, encodePageToken } from '../../http/page-token.js';
 import { newSpaceId } from '../../lib/ids.js';
 import type { Principal } from '../../lib/principal.js';
 import { visibleSpaces } from '../../lib/policy.js';
-import { findSpaceOrThrow } from './space-lookup.js';
+import { findSpaceOrThrow, spaceNotFound } from './space-lookup.js';
 import {
   type SpaceCursor,
   countSpaces,
@@ -82,7 +82,7 @@ function toCursor(position: (string | number)[]): SpaceCursor {
 
 export async function modifySpace(db: Database, accountId: string, spaceId: string, input: ModifySpaceInput): Promise<SpaceView> {
   const row = await updateSpace(db, accountId, spaceId, input);
-  if (!row) throw new AppError('ResourceNotFound.SessionSpace', `Session space ${spaceId} was not found.`);
+  if (!row) throw spaceNotFound(spaceId);
   return toSpaceView(row);
 }
 

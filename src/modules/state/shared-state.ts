@@ -7,6 +7,7 @@ import type { Limits } from '../../config.js';
 import type { DB, JsonObject } from '../../db/schema.js';
 import { AppError } from '../../errors.js';
 import { stateBytes } from '../../lib/json-measure.js';
+import { spaceNotFound } from '../spaces/space-lookup.js';
 import type { UserKey } from '../../db/keys.js';
 import type { ScopedStates, StoredScope } from './scoped-state.js';
 import { lockSpaceState, lockUserState, readSharedStates, saveSpaceState, saveUserState } from './shared-state.repository.js';
@@ -27,7 +28,7 @@ export async function lockSharedStates(trx: Transaction<DB>, user: UserKey, writ
   const appState = writing.has('app') ? await lockSpaceState(trx, user.accountId, user.spaceId) : undefined;
   if (userState !== undefined && appState !== undefined) return { user: userState, app: appState };
   const read = await readSharedStates(trx, user);
-  if (!read) throw new AppError('ResourceNotFound.SessionSpace', `Session space ${user.spaceId} was not found.`);
+  if (!read) throw spaceNotFound(user.spaceId);
   return { user: userState ?? read.user, app: appState ?? read.app };
 }
 
