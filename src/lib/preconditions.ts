@@ -1,8 +1,6 @@
 // If-Match handling (SPEC 4.4): the ETag of a session is its revision, `"<revision>"`.
 import { AppError, invalidParameter } from '../errors.js';
 
-export type RevisionPrecondition = number | '*' | undefined;
-
 export const etagOf = (revision: number): string => `"${revision}"`;
 
 /** Accepts `"7"`, `W/"7"`, `7` or `*`. A list of several tags is accepted if every one parses. */

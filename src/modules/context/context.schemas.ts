@@ -6,7 +6,6 @@ import { Session } from '../sessions/session.model.js';
 export const CONTEXT_DEFAULTS = { maxChars: 100_000, maxEvents: 100 } as const;
 export const CONTEXT_MAX = { maxChars: 10_000_000, maxEvents: 1000 } as const;
 
-
 export const ContextQuery = z.object({
   maxChars: z.coerce
     .number()
@@ -25,7 +24,6 @@ export const ContextQuery = z.object({
 });
 
 export type ContextBudget = z.infer<typeof ContextQuery>;
-
 
 export const PutContextBody = z.strictObject({
   windowStartSeq: z
@@ -55,5 +53,3 @@ export const SessionContext = z.object({
   events: z.array(ContextEvent).describe('Oldest first.'),
   window: ContextWindowInfo,
 });
-
-export type SessionContextView = z.infer<typeof SessionContext>;

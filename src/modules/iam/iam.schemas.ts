@@ -36,7 +36,6 @@ export const CreateSubAccountBody = z.strictObject({
     .max(SUB_ACCOUNT_NAME_MAX, `must be at most ${SUB_ACCOUNT_NAME_MAX} characters after trimming`)
     .describe(`1–${SUB_ACCOUNT_NAME_MAX} characters; leading and trailing whitespace is removed. Names need not be unique.`),
 });
-export type CreateSubAccountInput = z.infer<typeof CreateSubAccountBody>;
 
 export const SubAccountPath = z.object({ subAccountId: SubAccountId });
 export const CredentialPath = z.object({ secretId: SecretId });
@@ -106,4 +105,3 @@ export const ListCredentialsResponse = z.object({ credentials: z.array(Credentia
 export const ModifyCredentialBody = z.strictObject({
   status: CredentialStatus.describe('disabled: the credential stops authenticating at once; enabled: it works again.'),
 });
-export type ModifyCredentialInput = z.infer<typeof ModifyCredentialBody>;
