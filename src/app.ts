@@ -70,7 +70,7 @@ export async function buildApp({ db, limits, credentialMasterKey, logger = false
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 1024 },
   }).withTypeProvider() as unknown as ZodApp;
 
-  // JSON everywhere (SPEC §3): without Fastify's built-in text/plain parser a non-JSON body is a
+  // JSON everywhere (docs/design.md §3): without Fastify's built-in text/plain parser a non-JSON body is a
   // 415 UnsupportedMediaType instead of a string that fails validation as a 400.
   app.removeContentTypeParser('text/plain');
   app.setValidatorCompiler(validatorCompiler);

@@ -1,4 +1,4 @@
-// Authorization for every route of the /v1 scope (SPEC §2). Each route declares its action
+// Authorization for every route of the /v1 scope (docs/design.md §2). Each route declares its action
 // (`config.action`); this layer derives the resource it acts on and evaluates the caller's policy.
 // A route without an action fails at start-up: forgetting one must never be a silent allow.
 import type { FastifyInstance, RouteOptions } from 'fastify';

@@ -1,4 +1,4 @@
-// If-Match handling (SPEC 4.4): the ETag of a session is its revision, `"<revision>"`.
+// If-Match handling (docs/design.md §4.4): the ETag of a session is its revision, `"<revision>"`.
 import { AppError, invalidParameter } from '../errors.js';
 
 export const etagOf = (revision: number): string => `"${revision}"`;

@@ -1,4 +1,4 @@
-// Authorization of sub-accounts (SPEC §2): every /v1 route is evaluated against the caller's
+// Authorization of sub-accounts (docs/design.md §2): every /v1 route is evaluated against the caller's
 // policy per space; a refused request is 403 UnauthorizedOperation (404 for a space the account
 // does not have) and changes nothing; the list of spaces shows only what the caller may describe.
 // Sub-accounts are set up directly in the database, independent of the IAM API.

@@ -1,4 +1,4 @@
-// Policy evaluation (SPEC §2): default deny, explicit deny wins, `*` inside action names,
+// Policy evaluation (docs/design.md §2): default deny, explicit deny wins, `*` inside action names,
 // `space/*` and `space/<id>` resources; what a list may show; validation of policy documents.
 import { describe, expect, it } from 'vitest';
 import {

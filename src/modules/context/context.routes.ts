@@ -1,4 +1,4 @@
-// The agent's one call per turn: session, memo and a budgeted window of recent events (SPEC 4.7).
+// The agent's one call per turn: session, memo and a budgeted window of recent events (docs/design.md §4.7).
 import { IfMatchHeaders, SessionPath, errorResponses } from '../../http/schemas.js';
 import { etagOf, parseIfMatch } from '../../lib/preconditions.js';
 import { sendJsonText, viewSerializerCompiler } from '../../http/view-serializer.js';

@@ -1,4 +1,4 @@
-// Request and response schemas of the context routes (SPEC 4.7).
+// Request and response schemas of the context routes (docs/design.md §4.7).
 import { z } from 'zod';
 import { Event } from '../events/event.model.js';
 import { Session } from '../sessions/session.model.js';

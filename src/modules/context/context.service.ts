@@ -1,4 +1,4 @@
-// The agent's one call per turn (SPEC 4.7): session, memo and a window of recent events from one
+// The agent's one call per turn (docs/design.md §4.7): session, memo and a window of recent events from one
 // snapshot, and the application's writes of its window start and memo.
 //
 // Round trips of GET …/context, the common path (the budget is met by the first page of events,

@@ -1,4 +1,4 @@
-// Reading events (SPEC §4.6): a session's events page by page, and one event. Appending is
+// Reading events (docs/design.md §4.6): a session's events page by page, and one event. Appending is
 // append.service.ts.
 import type { Database } from '../../db/connect.js';
 import { AppError } from '../../errors.js';

@@ -42,7 +42,7 @@ export interface CreatedSession {
 }
 
 /**
- * Creates the session, or answers the existing one unchanged (SPEC 4.1). An expired session with
+ * Creates the session, or answers the existing one unchanged (docs/design.md §4.1). An expired session with
  * the same id counts as absent: it is replaced. `ifNoneMatch` turns "exists" into 412.
  */
 export async function createSession(

@@ -10,7 +10,7 @@ export interface SpaceFilters {
   name?: string | undefined;
   nameLike?: string | undefined;
   descriptionLike?: string | undefined;
-  /** A sub-account's view (SPEC §2: lists never leak); undefined for the root, which sees all. */
+  /** A sub-account's view (docs/design.md §2: lists never leak); undefined for the root, which sees all. */
   visibility?: SpaceVisibility | undefined;
 }
 

@@ -42,7 +42,7 @@ export interface SpacePage {
 }
 
 /**
- * Lists the spaces the caller may describe (SPEC §2: a sub-account sees only those), filtered in
+ * Lists the spaces the caller may describe (docs/design.md §2: a sub-account sees only those), filtered in
  * SQL so that paging and totalCount count only visible spaces.
  */
 export async function listSpacesPage(db: Database, principal: Principal, input: ListSpacesInput): Promise<SpacePage> {

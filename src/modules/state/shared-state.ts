@@ -1,4 +1,4 @@
-// Shared state (SPEC §4.3): the `user:` keys live on the user's row (space_users), the `app:` keys
+// Shared state (docs/design.md §4.3): the `user:` keys live on the user's row (space_users), the `app:` keys
 // on the space's row (session_spaces), shared by every session that reads them. Writers that go
 // through the service (session create, import) lock and save them here; the append changes them
 // inside append_events() in the database, under the same lock order (session, user, space).

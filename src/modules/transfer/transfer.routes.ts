@@ -1,4 +1,4 @@
-// Export and import of a session (SPEC 4.9), as JSON or YAML.
+// Export and import of a session (docs/design.md §4.9), as JSON or YAML.
 import { Readable } from 'node:stream';
 import { AppError } from '../../errors.js';
 import { SessionPath, SpacePath, errorResponses } from '../../http/schemas.js';

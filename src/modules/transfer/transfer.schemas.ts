@@ -1,4 +1,4 @@
-// The export document (SPEC 4.9) and the rules an import checks before it writes anything. Limits
+// The export document (docs/design.md §4.9) and the rules an import checks before it writes anything. Limits
 // are configurable, so the import schema is built per application. Every rule is a zod issue with
 // a path, so a bad document answers 400 naming the field, e.g. `events[3].seq`.
 import { z } from 'zod';

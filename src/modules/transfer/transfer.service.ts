@@ -1,4 +1,4 @@
-// Export and import of one session with its whole history (SPEC 4.9).
+// Export and import of one session with its whole history (docs/design.md §4.9).
 //
 // Export needs no long transaction for a consistent document: events are append-only with gap-free
 // seq, so once the session row says eventCount = N, events 1..N never change while it lives. The
