@@ -22,7 +22,7 @@ import type { Transaction } from 'kysely';
 import type { Database } from '../../db/connect.js';
 import type { DB } from '../../db/schema.js';
 import { AppError, invalidParameter } from '../../errors.js';
-import { assertIfMatch } from '../../lib/preconditions.js';
+import { type IfMatch, assertIfMatch } from '../../lib/preconditions.js';
 import { compactJsonLength } from '../../lib/json-measure.js';
 import type { SessionView } from '../sessions/session.model.js';
 import type { SessionJsonRow } from '../sessions/session-json.repository.js';
@@ -166,7 +166,7 @@ export async function writeContext(
   db: Database,
   key: SessionKey,
   input: PutContextInput,
-  ifMatch: number[] | '*' | undefined,
+  ifMatch: IfMatch,
 ): Promise<SessionView> {
   if (input.windowStartSeq === undefined && input.memo === undefined) throw invalidParameter('body', 'give at least one of windowStartSeq, memo');
   let memo: string | null | undefined;

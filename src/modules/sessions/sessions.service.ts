@@ -5,7 +5,7 @@ import type { Database, Executor } from '../../db/connect.js';
 import type { JsonObject, SessionRow } from '../../db/schema.js';
 import { AppError, invalidParameter } from '../../errors.js';
 import { decodePageToken, encodePageToken } from '../../http/page-token.js';
-import { assertIfMatch, etagOf } from '../../lib/preconditions.js';
+import { type IfMatch, assertIfMatch, etagOf } from '../../lib/preconditions.js';
 import { newSessionId } from '../../lib/ids.js';
 import { findSpaceOrThrow } from '../spaces/space-lookup.js';
 import { assertStateWithinLimit, lockSharedStates, saveSharedStates } from '../state/shared-state.js';
@@ -33,8 +33,6 @@ import {
 } from './sessions.repository.js';
 
 export const MEMO_MAX_BYTES = 64 * 1024;
-
-type IfMatch = number[] | '*' | undefined;
 
 export interface CreatedSession {
   session: SessionView;
