@@ -12,13 +12,31 @@ export default tseslint.config(
       'no-restricted-syntax': ['error', { selector: 'TSEnumDeclaration', message: 'Use `as const` objects, not enums.' }],
     },
   },
-  {
-    // Layering (STYLE.md): routes never touch Kysely, repositories never touch Fastify.
-    files: ['src/**/*.routes.ts'],
-    rules: { 'no-restricted-imports': ['error', { paths: [{ name: 'kysely', message: 'Routes call services; queries live in repositories.' }] }] },
-  },
-  {
-    files: ['src/**/*.repository.ts'],
-    rules: { 'no-restricted-imports': ['error', { paths: [{ name: 'fastify', message: 'Repositories know nothing of HTTP.' }] }] },
-  },
+  // Layering (STYLE.md, docs/design.md §9): imports run one way, routes → service → repository →
+  // database, with src/http and src/lib below the modules. Each block covers files of one role, and
+  // no file is in two blocks (a later block's `no-restricted-imports` would replace an earlier one's).
+  layer(['src/http/**/*.ts'], [
+    { group: ['**/modules/**'], message: 'src/http is below the modules: have buildApp inject what it needs.' },
+  ]),
+  layer(['src/lib/**/*.ts'], [
+    { group: ['**/http/**', '**/modules/**', '**/db/**'], message: 'src/lib holds pure helpers: no HTTP, no modules, no database.' },
+    { group: ['fastify', 'kysely', 'pg'], message: 'src/lib holds pure helpers: no HTTP, no database.' },
+  ]),
+  layer(['src/db/**/*.ts'], [
+    { group: ['**/http/**', '**/modules/**'], message: 'src/db is the bottom layer: it imports no module and no HTTP code.' },
+  ]),
+  layer(['src/modules/**/*.routes.ts'], [
+    { group: ['kysely', '**/*.repository.js'], message: 'Routes call services; queries live in repositories.' },
+  ]),
+  layer(['src/modules/**/*.service.ts'], [
+    { group: ['**/http/**', 'fastify'], message: 'Services know nothing of HTTP: pure helpers they need live in src/lib.' },
+  ]),
+  layer(['src/modules/**/*.repository.ts'], [
+    { group: ['**/http/**', 'fastify'], message: 'Repositories know nothing of HTTP.' },
+  ]),
 );
+
+/** An ESLint block forbidding, in `files`, imports matching `patterns`. */
+function layer(files, patterns) {
+  return { files, rules: { 'no-restricted-imports': ['error', { patterns }] } };
+}

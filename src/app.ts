@@ -21,6 +21,7 @@ import { PageTokens } from './lib/page-token.js';
 import { authenticate } from './modules/accounts/accounts.service.js';
 import type { ListeningCredentialCache } from './modules/accounts/credential-cache-listener.js';
 import { healthRoutes } from './modules/health/health.routes.js';
+import { findSpaceOrThrow } from './modules/spaces/space-lookup.js';
 import { v1Routes } from './routes.js';
 
 export interface BuildAppOptions {
@@ -77,7 +78,7 @@ export async function buildApp({ db, limits, credentialMasterKey, pageTokenKey, 
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 1024 },
   }).withTypeProvider() as unknown as ZodApp;
 
-  // JSON everywhere (SPEC §3): without Fastify's built-in text/plain parser a non-JSON body is a
+  // JSON everywhere (docs/design.md §3): without Fastify's built-in text/plain parser a non-JSON body is a
   // 415 UnsupportedMediaType instead of a string that fails validation as a 400.
   app.removeContentTypeParser('text/plain');
   app.setValidatorCompiler(validatorCompiler);
@@ -131,7 +132,7 @@ export async function buildApp({ db, limits, credentialMasterKey, pageTokenKey, 
   await app.register(
     async (scope) => {
       registerAuthentication(scope, (authorization) => authenticate(db, authorization, cache));
-      registerAuthorization(scope, db);
+      registerAuthorization(scope, (accountId, spaceId) => findSpaceOrThrow(db, accountId, spaceId));
       await registerRateLimit(scope, limits);
       await v1Routes(scope as ZodApp, deps);
     },

@@ -29,7 +29,7 @@ const environmentSchema = z.object({
     .string()
     .refine((value) => /^[A-Za-z0-9+/]+={0,2}$/.test(value) && Buffer.from(value, 'base64').length >= 32, 'must be the base64 encoding of at least 32 bytes (e.g. `openssl rand -base64 32`)')
     .optional(),
-  // Optional: unset, GET /metrics is open like /healthz (SPEC §3); set, a scrape needs it as a bearer token.
+  // Optional: unset, GET /metrics is open like /healthz (docs/design.md §3); set, a scrape needs it as a bearer token.
   METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   DB_POOL_MAX: int(1, 10),
   DB_STATEMENT_TIMEOUT_MS: int(100, 10_000),

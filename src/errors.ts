@@ -11,30 +11,30 @@ export const ERROR_STATUS = {
   'ResourceNotFound.SessionSpace': 404,
   'ResourceNotFound.Session': 404,
   'ResourceNotFound.Event': 404,
-  // Not in SPEC §6 (which predates the IAM API): a sub-account or credential of the caller's account.
+  // Beyond the specification's table (docs/design.md §6), which predates the IAM API: a sub-account or credential of the caller's account.
   'ResourceNotFound.SubAccount': 404,
   'ResourceNotFound.Credential': 404,
-  // Not in SPEC §6: an unknown path or method. Kept apart from the resource codes above.
+  // Beyond the specification's table (docs/design.md §6): an unknown path or method. Kept apart from the resource codes above.
   'ResourceNotFound.Route': 404,
   'InvalidParameter.EventIdDuplicate': 409,
   'ResourceInUse.SessionSpaceNotEmpty': 409,
   'OperationDenied.DefaultSessionSpaceProtected': 409,
   'ResourceInUse.SessionExists': 409,
-  // Not in SPEC §6: disabling or deleting the root's last enabled credential would lock the account out.
+  // Beyond the specification's table (docs/design.md §6): disabling or deleting the root's last enabled credential would lock the account out.
   'OperationDenied.LastRootCredential': 409,
   'FailedOperation.PreconditionFailed': 412,
   'LimitExceeded.RequestSize': 413,
   'LimitExceeded.State': 413,
   'LimitExceeded.Event': 413,
-  // Not in SPEC §6: a body that is not JSON (the SPEC says JSON everywhere).
+  // Beyond the specification's table (docs/design.md §6): a body that is not JSON (§3: JSON everywhere).
   UnsupportedMediaType: 415,
-  // Not in SPEC §6: answered for Node's HTTP parser, before any route (http/connection-errors.ts).
+  // Not in docs/design.md §6: answered for Node's HTTP parser, before any route (http/connection-errors.ts).
   RequestTimeout: 408,
   'LimitExceeded.RequestHeaders': 431,
   RequestLimitExceeded: 429,
   InternalError: 500,
   'ResourceUnavailable.Database': 503,
-  // Not in SPEC §6: a request that arrives while the instance drains for shutdown.
+  // Not in docs/design.md §6: a request that arrives while the instance drains for shutdown.
   'ResourceUnavailable.ShuttingDown': 503,
 } as const satisfies Record<string, number>;
 

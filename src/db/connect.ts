@@ -6,13 +6,15 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Kysely, PostgresDialect } from 'kysely';
+import { Kysely, PostgresDialect, type Transaction } from 'kysely';
 import pg from 'pg';
 import { type Listen, listenOnDedicatedClient, listenOnSinglePool } from './notifications.js';
 import { withPreparedStatements } from './prepared-statements.js';
 import type { DB } from './schema.js';
 
 export type Database = Kysely<DB>;
+/** What a query runs on: the database, or a transaction when the caller holds one. */
+export type Executor = Database | Transaction<DB>;
 
 export type DatabaseOptions =
   | {

@@ -29,9 +29,3 @@ export function isDatabaseUnavailable(error: unknown, depth = 0): boolean {
   if (error instanceof AggregateError && error.errors.some((inner) => isDatabaseUnavailable(inner, depth + 1))) return true;
   return error.cause !== undefined && isDatabaseUnavailable(error.cause, depth + 1);
 }
-
-export function isUniqueViolation(error: unknown, constraint?: string): boolean {
-  const e = error as { code?: unknown; constraint?: unknown };
-  return e?.code === '23505' && (constraint === undefined || e.constraint === constraint);
-}
-

@@ -1,5 +1,5 @@
 // Kysely table types. They mirror migrations/*.sql; the migrations are the source of truth.
-import type { ColumnType, Generated, Insertable, Selectable, Updateable } from 'kysely';
+import type { ColumnType, Generated, Selectable } from 'kysely';
 
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
 export type JsonObject = { [key: string]: JsonValue };
@@ -119,8 +119,6 @@ export interface DB {
 }
 
 export type SessionRow = Selectable<SessionsTable>;
-export type NewSessionRow = Insertable<SessionsTable>;
-export type SessionUpdate = Updateable<SessionsTable>;
 export type SpaceRow = Selectable<SessionSpacesTable>;
 export type EventRow = Selectable<EventsTable>;
 export type CredentialRow = Selectable<CredentialsTable>;

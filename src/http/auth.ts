@@ -9,10 +9,10 @@
 // at most once a minute per credential, recording its last use. The cache exists because this hook
 // runs before every request, and a read per request was a fifth of an append's round trips.
 import type { FastifyInstance } from 'fastify';
-import type { Principal } from '../modules/accounts/principal.js';
-import type { Action } from '../modules/iam/policy.js';
+import type { Principal } from '../lib/principal.js';
+import type { Action } from '../lib/policy.js';
 
-export type { Action } from '../modules/iam/policy.js';
+export type { Action } from '../lib/policy.js';
 
 /** Resolves the Authorization header to a principal, or throws AuthFailure. */
 export type Authenticate = (authorization: string | undefined) => Promise<Principal>;

@@ -1,12 +1,16 @@
-// Authorization for every route of the /v1 scope (SPEC §2). Each route declares its action
+// Authorization for every route of the /v1 scope (docs/design.md §2). Each route declares its action
 // (`config.action`); this layer derives the resource it acts on and evaluates the caller's policy.
 // A route without an action fails at start-up: forgetting one must never be a silent allow.
 import type { FastifyInstance, RouteOptions } from 'fastify';
-import type { Database } from '../db/connect.js';
 import { AppError } from '../errors.js';
-import type { Principal } from '../modules/accounts/principal.js';
-import { ACCOUNT_RESOURCE, ACTIONS, type Action, NEW_SPACE_RESOURCE, type Resource, isAllowed, spaceResource } from '../modules/iam/policy.js';
-import { findSpaceOrThrow } from '../modules/spaces/space-lookup.js';
+import type { Principal } from '../lib/principal.js';
+import { ACCOUNT_RESOURCE, ACTIONS, type Action, NEW_SPACE_RESOURCE, type Resource, isAllowed, spaceResource } from '../lib/policy.js';
+
+/**
+ * Throws ResourceNotFound.SessionSpace unless the account has the space. Injected by buildApp (the
+ * spaces module owns the lookup), so that this layer imports no module.
+ */
+export type AssertSpaceExists = (accountId: string, spaceId: string) => Promise<unknown>;
 
 /**
  * What a route acts on, decided from its action and path alone (so it can be checked at start-up):
@@ -43,7 +47,7 @@ function checkRoute(route: RouteOptions): void {
  * validation, so `spaceId` is already a well-formed id) to `scope` and the routes registered in it
  * afterwards. Register it after the authentication hook.
  */
-export function registerAuthorization(scope: FastifyInstance, db: Database): void {
+export function registerAuthorization(scope: FastifyInstance, assertSpaceExists: AssertSpaceExists): void {
   scope.addHook('onRoute', checkRoute);
   scope.addHook('preHandler', async (request) => {
     if (request.is404) return;
@@ -52,13 +56,13 @@ export function registerAuthorization(scope: FastifyInstance, db: Database): voi
     // Unreachable after the onRoute check; kept so that a bypass fails closed.
     if (routeScope instanceof Error || !action) throw new AppError('InternalError', 'The route declares no authorizable action.');
     const params = (request.params ?? {}) as { spaceId?: string };
-    await authorize(db, request.principal, action, routeScope, params.spaceId);
+    await authorize(assertSpaceExists, request.principal, action, routeScope, params.spaceId);
   });
 }
 
 /** Throws 403 UnauthorizedOperation (or 404 for a space the account does not have) unless allowed. */
 export async function authorize(
-  db: Database,
+  assertSpaceExists: AssertSpaceExists,
   principal: Principal,
   action: Action,
   scope: ResourceScope,
@@ -69,7 +73,7 @@ export async function authorize(
   if (isAllowed(principal.statements, action, resource)) return;
   // A space the account does not have answers the same 404 as for the root: a 403 would tell
   // that the id exists somewhere.
-  if (scope === 'space' && spaceId) await findSpaceOrThrow(db, principal.accountId, spaceId);
+  if (scope === 'space' && spaceId) await assertSpaceExists(principal.accountId, spaceId);
   throw new AppError('UnauthorizedOperation', `The policy does not allow ${action} on ${resource}.`);
 }
 

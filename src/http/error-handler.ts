@@ -1,4 +1,4 @@
-// Renders every error in the one envelope of SPEC §6: { error: { code, message, requestId, details? } }.
+// Renders every error in the one envelope of docs/design.md §6: { error: { code, message, requestId, details? } }.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from 'fastify-type-provider-zod';
 import { isDatabaseUnavailable } from '../db/errors.js';

@@ -36,6 +36,18 @@ export const TimestampInput = z.iso
   }, 'must be between 0001-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z')
   .describe('RFC 3339 timestamp, between 0001-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z.');
 
+// Path parameters of the resources under a space, shared by the modules whose routes live there.
+export const SpacePath = z.object({ spaceId: SpaceId });
+export const UserPath = z.object({ spaceId: SpaceId, userId: Identifier });
+export const SessionPath = z.object({ spaceId: SpaceId, userId: Identifier, sessionId: Identifier });
+
+/**
+ * The If-Match header of a conditional write. Header schemas are loose: Fastify replaces
+ * request.headers with the parsed value.
+ */
+export const ifMatchHeaders = (description: string) => z.looseObject({ 'if-match': z.string().optional().describe(description) });
+export const IfMatchHeaders = ifMatchHeaders('ETag ("<revision>") the session must still have; otherwise 412 and nothing changes.');
+
 export const JsonObject = z.record(z.string(), z.json()).describe('A JSON object.');
 
 /** `includeTotal=true` asks for `totalCount`, which costs a COUNT over the filtered set. */

@@ -1,4 +1,4 @@
-// Measuring JSON values for the limits of SPEC §5.
+// Measuring JSON values for the limits of docs/design.md §5.
 
 /**
  * Nesting depth of a JSON value: a scalar is 0, `{}` and `[]` are 1, `{"a":{"b":1}}` is 2.

@@ -1,4 +1,4 @@
-// The Prometheus instruments of one application instance (SPEC §3 `GET /metrics`, issue 5).
+// The Prometheus instruments of one application instance (docs/design.md §3 `GET /metrics`, issue 5).
 // Each buildApp() gets its own Registry, never prom-client's global one, so several apps in one
 // process (the test suite, two instances in a fault test) neither collide nor share counts.
 // Process metrics (RSS, heap, event-loop lag, GC) describe the process, not an app: they live in

@@ -1,4 +1,4 @@
-// Bearer authentication (SPEC §2): every /v1 request needs `Bearer <secretId>.<secretKey>`; every
+// Bearer authentication (docs/design.md §2): every /v1 request needs `Bearer <secretId>.<secretKey>`; every
 // failure is the same 401 AuthFailure, which never repeats the secret it was given.
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

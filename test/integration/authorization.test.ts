@@ -1,4 +1,4 @@
-// Authorization of sub-accounts (SPEC §2): every /v1 route is evaluated against the caller's
+// Authorization of sub-accounts (docs/design.md §2): every /v1 route is evaluated against the caller's
 // policy per space; a refused request is 403 UnauthorizedOperation (404 for a space the account
 // does not have) and changes nothing; the list of spaces shows only what the caller may describe.
 // Sub-accounts are set up directly in the database, independent of the IAM API.
@@ -11,7 +11,8 @@ import { registerErrorHandling } from '../../src/http/error-handler.js';
 import { upsertCredential } from '../../src/modules/accounts/accounts.repository.js';
 import { authenticate } from '../../src/modules/accounts/accounts.service.js';
 import { hashSecretKey, issueCredential } from '../../src/modules/accounts/credentials.js';
-import type { PolicyStatementValue } from '../../src/modules/iam/policy.js';
+import type { PolicyStatementValue } from '../../src/lib/policy.js';
+import { findSpaceOrThrow } from '../../src/modules/spaces/space-lookup.js';
 import { insertSession, insertSpace } from '../support/fixtures.js';
 import { createTestApp, type TestApp } from '../support/test-app.js';
 
@@ -271,7 +272,7 @@ describe('the authorization hooks on a bare scope', () => {
     // Not awaited: a failing plugin must surface from app.ready(), as it does for buildApp.
     void app.register(async (scope) => {
       registerAuthentication(scope, (authorization) => authenticate(t.db, authorization));
-      registerAuthorization(scope, t.db);
+      registerAuthorization(scope, (accountId, spaceId) => findSpaceOrThrow(t.db, accountId, spaceId));
       register(scope);
     });
     return app;

@@ -1,4 +1,4 @@
-// GET /metrics (SPEC §3, issue 5): Prometheus text with request counts and latencies by route
+// GET /metrics (docs/design.md §3, issue 5): Prometheus text with request counts and latencies by route
 // template and status, the database pool, appends and state sizes, and the process.
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';

@@ -24,7 +24,7 @@ describe('the OpenAPI document', () => {
     expect(document.security).toEqual([{ bearer: [] }]);
   });
 
-  it('lists every route of SPEC §3', () => {
+  it('lists every route of docs/design.md §3', () => {
     expect(v1.map((op) => op.name).sort()).toEqual(
       [
         'POST /v1/spaces',

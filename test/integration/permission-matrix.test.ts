@@ -11,7 +11,7 @@
 //   otherRoot  the root of another account (A and B are not its own: 404, never 403)
 import type { InjectOptions } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { PolicyStatementValue } from '../../src/modules/iam/policy.js';
+import type { PolicyStatementValue } from '../../src/lib/policy.js';
 import { insertSession, insertSpace } from '../support/fixtures.js';
 import {
   databaseSnapshot,

@@ -1,4 +1,4 @@
-// SPEC §7: one pino JSON line per request with the request id, the principal and the latency;
+// docs/design.md §7: one pino JSON line per request with the request id, the principal and the latency;
 // never a secret.
 import { Writable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';

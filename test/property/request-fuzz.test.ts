@@ -2,7 +2,7 @@
 // own OpenAPI document, so a new route is covered without touching this file — gets random and
 // malformed bodies, query strings, path ids and headers. For every answer:
 //   - the status is never 5xx;
-//   - an error is the SPEC §6 envelope with a code from src/errors.ts that carries that status;
+//   - an error is the docs/design.md §6 envelope with a code from src/errors.ts that carries that status;
 //   - a 4xx wrote nothing (every table's fingerprint is unchanged), and a GET never writes at all;
 //   - a path that names another account's resources never answers 2xx.
 // Page tokens get their own properties: a tampered token, or one taken from another list or

@@ -5,7 +5,7 @@ import { sql } from 'kysely';
 import type { Database } from '../../src/db/connect.js';
 import { upsertCredential } from '../../src/modules/accounts/accounts.repository.js';
 import { type IssuedCredential, hashSecretKey, issueCredential } from '../../src/modules/accounts/credentials.js';
-import type { PolicyStatementValue } from '../../src/modules/iam/policy.js';
+import type { PolicyStatementValue } from '../../src/lib/policy.js';
 
 export interface TestSubAccount {
   accountId: string;

@@ -1,4 +1,4 @@
-// Policy evaluation (SPEC §2): default deny, explicit deny wins, `*` inside action names,
+// Policy evaluation (docs/design.md §2): default deny, explicit deny wins, `*` inside action names,
 // `space/*` and `space/<id>` resources; what a list may show; validation of policy documents.
 import { describe, expect, it } from 'vitest';
 import {
@@ -9,7 +9,7 @@ import {
   isAllowed,
   spaceResource,
   visibleSpaces,
-} from '../../src/modules/iam/policy.js';
+} from '../../src/lib/policy.js';
 
 const A = 'space-00000000-0000-4000-8000-00000000000a';
 const B = 'space-00000000-0000-4000-8000-00000000000b';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { AppError } from '../../src/errors.js';
-import { assertIfMatch, etagOf, parseIfMatch } from '../../src/http/preconditions.js';
+import { assertIfMatch, etagOf, parseIfMatch } from '../../src/lib/preconditions.js';
 
 function thrown(run: () => unknown): AppError {
   try {

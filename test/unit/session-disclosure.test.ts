@@ -1,6 +1,6 @@
 // What a write answer shows of a session (issue 10): contents only with session:DescribeSessions.
 import { describe, expect, it } from 'vitest';
-import type { PolicyStatementValue } from '../../src/modules/iam/policy.js';
+import type { PolicyStatementValue } from '../../src/lib/policy.js';
 import { maySeeSessionContents, writtenSessionAnswer } from '../../src/modules/sessions/session-disclosure.js';
 import type { SessionView } from '../../src/modules/sessions/session.model.js';
 

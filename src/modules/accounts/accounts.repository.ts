@@ -1,6 +1,7 @@
 import { type Transaction, sql } from 'kysely';
-import type { Database } from '../../db/connect.js';
+import type { Database, Executor } from '../../db/connect.js';
 import type { CredentialRow, DB, PolicyStatementRow, PrincipalsTable } from '../../db/schema.js';
+import { NOW_MS } from '../../db/sql-fragments.js';
 
 export const ROOT_PRINCIPAL_ID = 'root';
 
@@ -29,24 +30,44 @@ export async function insertDefaultSpace(trx: Transaction<DB>, accountId: string
     .execute();
 }
 
+/** A credential as listed: never the hash nor the encrypted copy. */
+export type CredentialListRow = Pick<CredentialRow, 'secret_id' | 'principal_id' | 'status' | 'create_time' | 'last_used_time'>;
+export const LISTED_CREDENTIAL_COLUMNS = ['secret_id', 'principal_id', 'status', 'create_time', 'last_used_time'] as const;
+
+export interface NewCredential {
+  accountId: string;
+  principalId: string;
+  secretId: string;
+  secretHash: Buffer;
+  /** The secret key encrypted under CREDENTIAL_MASTER_KEY, when the service has one. */
+  secretEncrypted: Buffer | null;
+}
+
+const credentialValues = (credential: NewCredential) => ({
+  secret_id: credential.secretId,
+  account_id: credential.accountId,
+  principal_id: credential.principalId,
+  secret_hash: credential.secretHash,
+  secret_encrypted: credential.secretEncrypted,
+});
+
+export async function insertCredential(db: Executor, credential: NewCredential): Promise<CredentialListRow> {
+  return db.insertInto('credentials').values(credentialValues(credential)).returning(LISTED_CREDENTIAL_COLUMNS).executeTakeFirstOrThrow();
+}
+
+/** Inserts the credential, or re-enables it with the new secret if this account already has its id. */
 export async function upsertCredential(
-  db: Database | Transaction<DB>,
-  credential: { accountId: string; principalId: string; secretId: string; secretHash: Buffer; secretEncrypted?: Buffer | null },
+  db: Executor,
+  credential: Omit<NewCredential, 'secretEncrypted'> & { secretEncrypted?: Buffer | null },
 ): Promise<void> {
-  const secretEncrypted = credential.secretEncrypted ?? null;
+  const values = credentialValues({ ...credential, secretEncrypted: credential.secretEncrypted ?? null });
   await db
     .insertInto('credentials')
-    .values({
-      secret_id: credential.secretId,
-      account_id: credential.accountId,
-      principal_id: credential.principalId,
-      secret_hash: credential.secretHash,
-      secret_encrypted: secretEncrypted,
-    })
+    .values(values)
     .onConflict((oc) =>
       oc
         .column('secret_id')
-        .doUpdateSet({ secret_hash: credential.secretHash, secret_encrypted: secretEncrypted, status: 'enabled' })
+        .doUpdateSet({ secret_hash: values.secret_hash, secret_encrypted: values.secret_encrypted, status: 'enabled' })
         .where('credentials.account_id', '=', credential.accountId),
     )
     .execute();
@@ -102,22 +123,6 @@ export async function lockAccountByName(trx: Transaction<DB>, name: string) {
   return trx.selectFrom('accounts').select(['account_id', 'name']).where('name', '=', name).forUpdate().executeTakeFirst();
 }
 
-export async function insertCredential(
-  trx: Transaction<DB>,
-  credential: { accountId: string; principalId: string; secretId: string; secretHash: Buffer; secretEncrypted: Buffer | null },
-): Promise<void> {
-  await trx
-    .insertInto('credentials')
-    .values({
-      secret_id: credential.secretId,
-      account_id: credential.accountId,
-      principal_id: credential.principalId,
-      secret_hash: credential.secretHash,
-      secret_encrypted: credential.secretEncrypted,
-    })
-    .execute();
-}
-
 /** Deletes the root credentials of an account except `keepSecretId`; answers the deleted ids. */
 export async function deleteRootCredentialsExcept(trx: Transaction<DB>, accountId: string, keepSecretId: string): Promise<string[]> {
   const deleted = await trx
@@ -140,7 +145,7 @@ export const LAST_USED_RESOLUTION_SECONDS = 60;
 export async function touchCredentialLastUsed(db: Database, secretId: string): Promise<void> {
   await db
     .updateTable('credentials')
-    .set({ last_used_time: sql<Date>`date_trunc('milliseconds', now())` })
+    .set({ last_used_time: NOW_MS })
     .where('secret_id', '=', secretId)
     .where((eb) =>
       eb.or([

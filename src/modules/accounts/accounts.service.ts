@@ -21,7 +21,7 @@ import {
 } from './accounts.repository.js';
 import type { CredentialCache } from './credential-cache.js';
 import { type IssuedCredential, hashSecretKey, issueCredential, parseToken, secretKeyMatches } from './credentials.js';
-import type { Principal } from './principal.js';
+import type { Principal } from '../../lib/principal.js';
 import { encryptSecret } from './secret-box.js';
 
 export const EMBEDDED_ACCOUNT_NAME = 'default';

@@ -1,4 +1,4 @@
-// Chooses the events an agent gets for its next turn (SPEC 4.7). Pure: no I/O, so every rule has a
+// Chooses the events an agent gets for its next turn (docs/design.md §4.7). Pure: no I/O, so every rule has a
 // unit test. The caller passes the newest candidate events (oldest first, gap-free seqs) and the
 // session's windowStartSeq; the answer is a contiguous run ending at the newest event.
 

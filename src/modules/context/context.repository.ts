@@ -5,14 +5,13 @@
 // with a precompiled text, for the reasons given in sessions/session-json.repository.ts. Events are
 // read by a backward range scan of the primary key events_pkey (account, space, user, session,
 // seq), which reads `limit` rows however long the history is.
-import { CompiledQuery, type Transaction, sql } from 'kysely';
-import type { Database } from '../../db/connect.js';
+import { CompiledQuery, type Transaction } from 'kysely';
+import type { Executor } from '../../db/connect.js';
 import { preparedStatement } from '../../db/prepared-statements.js';
 import type { DB } from '../../db/schema.js';
+import { NOW_MS } from '../../db/sql-fragments.js';
 import { type SessionJsonRow, isoTimestamp, liveSessionQuery, sessionKeyParameters } from '../sessions/session-json.repository.js';
-import type { SessionKey } from '../sessions/sessions.repository.js';
-
-export type { SessionKey };
+import type { SessionKey } from '../../db/keys.js';
 
 /**
  * toEventView in SQL, over `e` (an events row with its content as text, `content_text`): the
@@ -105,7 +104,7 @@ export interface SessionWithNewestEvents {
 }
 
 export async function findSessionWithNewestEvents(
-  db: Database | Transaction<DB>,
+  db: Executor,
   key: SessionKey,
   limit: number,
 ): Promise<SessionWithNewestEvents | undefined> {
@@ -144,7 +143,7 @@ export async function updateContextFields(trx: Transaction<DB>, key: SessionKey,
       ...(changes.windowStartSeq !== undefined ? { window_start_seq: changes.windowStartSeq } : {}),
       ...(changes.memo !== undefined ? { memo: changes.memo } : {}),
       revision: eb('revision', '+', 1),
-      update_time: sql<Date>`date_trunc('milliseconds', now())`,
+      update_time: NOW_MS,
     }))
     .where('account_id', '=', key.accountId)
     .where('space_id', '=', key.spaceId)

@@ -1,11 +1,11 @@
-// The agent's one call per turn: session, memo and a budgeted window of recent events (SPEC 4.7).
-import { errorResponses } from '../../http/schemas.js';
-import { etagOf, parseIfMatch } from '../../http/preconditions.js';
+// The agent's one call per turn: session, memo and a budgeted window of recent events (docs/design.md §4.7).
+import { IfMatchHeaders, SessionPath, errorResponses } from '../../http/schemas.js';
+import { etagOf, parseIfMatch } from '../../lib/preconditions.js';
 import { sendJsonText, viewSerializerCompiler } from '../../http/view-serializer.js';
 import type { AppDeps, ZodApp } from '../../http/zod-app.js';
 import { maySeeSessionContents, writtenSessionAnswer } from '../sessions/session-disclosure.js';
 import { WrittenSession } from '../sessions/session.model.js';
-import { ContextIfMatchHeaders, ContextPath, ContextQuery, PutContextBody, SessionContext } from './context.schemas.js';
+import { ContextQuery, PutContextBody, SessionContext } from './context.schemas.js';
 import { readContext, writeContext } from './context.service.js';
 
 const CONTEXT = '/spaces/:spaceId/users/:userId/sessions/:sessionId/context';
@@ -24,7 +24,7 @@ export async function contextRoutes(app: ZodApp, { db }: AppDeps): Promise<void>
           'backwards while their JSON stays within maxChars and their number within maxEvents. A function call and its response are ' +
           'kept or dropped together. The newest event is always included; if it alone is over budget its text keeps its last ' +
           'characters and it is marked `truncated: true`. One consistent snapshot; the `ETag` is the session revision.',
-        params: ContextPath,
+        params: SessionPath,
         querystring: ContextQuery,
         response: { 200: SessionContext, ...errorResponses('ResourceNotFound.SessionSpace', 'ResourceNotFound.Session') },
       },
@@ -45,8 +45,8 @@ export async function contextRoutes(app: ZodApp, { db }: AppDeps): Promise<void>
         description:
           'Give windowStartSeq (1 to eventCount + 1), memo (any JSON up to 64 KiB; null clears it), or both. Increments the revision; ' +
           'answers the session. `If-Match` makes it conditional.',
-        params: ContextPath,
-        headers: ContextIfMatchHeaders,
+        params: SessionPath,
+        headers: IfMatchHeaders,
         body: PutContextBody,
         response: {
           200: WrittenSession,

@@ -1,13 +1,10 @@
-// Request and response schemas of the context routes (SPEC 4.7).
+// Request and response schemas of the context routes (docs/design.md §4.7).
 import { z } from 'zod';
-import { Identifier, SpaceId } from '../../http/schemas.js';
 import { Event } from '../events/event.model.js';
 import { Session } from '../sessions/session.model.js';
 
 export const CONTEXT_DEFAULTS = { maxChars: 100_000, maxEvents: 100 } as const;
 export const CONTEXT_MAX = { maxChars: 10_000_000, maxEvents: 1000 } as const;
-
-export const ContextPath = z.object({ spaceId: SpaceId, userId: Identifier, sessionId: Identifier });
 
 export const ContextQuery = z.object({
   maxChars: z.coerce
@@ -27,10 +24,6 @@ export const ContextQuery = z.object({
 });
 
 export type ContextBudget = z.infer<typeof ContextQuery>;
-
-export const ContextIfMatchHeaders = z.looseObject({
-  'if-match': z.string().optional().describe('ETag ("<revision>") the session must still have; otherwise 412 and nothing changes.'),
-});
 
 export const PutContextBody = z.strictObject({
   windowStartSeq: z
@@ -60,5 +53,3 @@ export const SessionContext = z.object({
   events: z.array(ContextEvent).describe('Oldest first.'),
   window: ContextWindowInfo,
 });
-
-export type SessionContextView = z.infer<typeof SessionContext>;

@@ -1,4 +1,4 @@
-// The agent's one call per turn (SPEC 4.7): session, memo and a window of recent events from one
+// The agent's one call per turn (docs/design.md §4.7): session, memo and a window of recent events from one
 // snapshot, and the application's writes of its window start and memo.
 //
 // Round trips of GET …/context, the common path (the budget is met by the first page of events,
@@ -22,18 +22,18 @@ import type { Transaction } from 'kysely';
 import type { Database } from '../../db/connect.js';
 import type { DB } from '../../db/schema.js';
 import { AppError, invalidParameter } from '../../errors.js';
-import { assertIfMatch } from '../../http/preconditions.js';
+import { type IfMatch, assertIfMatch } from '../../lib/preconditions.js';
 import { compactJsonLength } from '../../lib/json-measure.js';
 import type { SessionView } from '../sessions/session.model.js';
 import type { SessionJsonRow } from '../sessions/session-json.repository.js';
 import { MEMO_MAX_BYTES, readSessionView } from '../sessions/sessions.service.js';
-import { findSpaceOrThrow } from '../spaces/space-lookup.js';
+import { sessionNotFound } from '../sessions/session-not-found.js';
 import { type WindowEvent, type WindowPart, selectWindowRange, truncateText } from './context-window.js';
 import { lockSession } from '../sessions/sessions.repository.js';
-import { type EventJsonRow, type SessionKey, findSessionWithNewestEvents, listNewestEvents, updateContextFields } from './context.repository.js';
+import type { SessionKey } from '../../db/keys.js';
+import { type EventJsonRow, findSessionWithNewestEvents, listNewestEvents, updateContextFields } from './context.repository.js';
 import type { ContextBudget, PutContextInput } from './context.schemas.js';
 
-export type { SessionKey } from './context.repository.js';
 
 /**
  * The first read assumes events of about this many characters (an agent turn is typically a few
@@ -62,7 +62,7 @@ export interface SessionContextJson {
 export async function readContext(db: Database, key: SessionKey, budget: ContextBudget): Promise<SessionContextJson> {
   const firstPage = pageLimit(budget, { events: 0, chars: 0 });
   const read = await findSessionWithNewestEvents(db, key, firstPage);
-  if (!read) throw await notFound(db, key);
+  if (!read) throw await sessionNotFound(db, key);
   const { session, newest } = read;
   const candidates = newCandidates();
   for (const event of newest) addCandidate(candidates, event);
@@ -79,7 +79,7 @@ function readContextInSnapshot(db: Database, key: SessionKey, budget: ContextBud
     .execute(async (trx) => {
       const firstPage = pageLimit(budget, { events: 0, chars: 0 });
       const read = await findSessionWithNewestEvents(trx, key, firstPage);
-      if (!read) throw await notFound(trx, key);
+      if (!read) throw await sessionNotFound(trx, key);
       const candidates = newCandidates();
       for (const event of read.newest) addCandidate(candidates, event);
       const range = { windowStartSeq: read.session.window_start_seq, lastSeq: read.session.event_count, ...budget };
@@ -166,7 +166,7 @@ export async function writeContext(
   db: Database,
   key: SessionKey,
   input: PutContextInput,
-  ifMatch: number[] | '*' | undefined,
+  ifMatch: IfMatch,
 ): Promise<SessionView> {
   if (input.windowStartSeq === undefined && input.memo === undefined) throw invalidParameter('body', 'give at least one of windowStartSeq, memo');
   let memo: string | null | undefined;
@@ -177,7 +177,7 @@ export async function writeContext(
 
   return db.transaction().execute(async (trx) => {
     const current = await lockSession(trx, key);
-    if (!current || current.expired) throw await notFound(trx, key);
+    if (!current || current.expired) throw await sessionNotFound(trx, key);
     assertIfMatch(ifMatch, current.revision);
     if (input.windowStartSeq !== undefined && input.windowStartSeq > current.event_count + 1) {
       throw invalidParameter('windowStartSeq', `must be at most eventCount + 1 (${current.event_count + 1})`);
@@ -190,8 +190,3 @@ export async function writeContext(
   });
 }
 
-/** 404 for the session, or for its space when that is what is missing (or another account's). */
-async function notFound(db: Database | Transaction<DB>, key: SessionKey): Promise<AppError> {
-  await findSpaceOrThrow(db, key.accountId, key.spaceId);
-  return new AppError('ResourceNotFound.Session', `Session ${key.sessionId} of user ${key.userId} was not found.`);
-}

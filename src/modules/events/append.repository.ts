@@ -1,18 +1,16 @@
 // The append's statement: one call of append_events() (migrations/0004_append_in_database.sql),
 // and the database's answers to it turned into the API's (the SQLSTATEs it raises, at this
 // boundary).
-import { CompiledQuery, type Transaction } from 'kysely';
-import type { Database } from '../../db/connect.js';
+import { CompiledQuery } from 'kysely';
+import type { Executor } from '../../db/connect.js';
 import { preparedStatement } from '../../db/prepared-statements.js';
-import type { DB, JsonObject, JsonValue } from '../../db/schema.js';
+import type { JsonObject, JsonValue } from '../../db/schema.js';
 import { AppError } from '../../errors.js';
-import { preconditionFailed } from '../../http/preconditions.js';
-import type { SessionKey } from '../sessions/sessions.repository.js';
+import { preconditionFailed } from '../../lib/preconditions.js';
+import type { SessionKey } from '../../db/keys.js';
 import { stateLimitExceeded } from '../state/shared-state.js';
 import type { StoredScope } from '../state/scoped-state.js';
 import type { EventDocument } from './append-plan.js';
-
-type Executor = Database | Transaction<DB>;
 
 /** The session after the append, with its user's and space's state, and the sizes the limit measured. */
 export interface AppendedSession {

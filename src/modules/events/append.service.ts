@@ -1,4 +1,4 @@
-// Appending events (SPEC §4.2–4.4): seq assignment, state deltas, size limits, If-Match and the
+// Appending events (docs/design.md §4.2–4.4): seq assignment, state deltas, size limits, If-Match and the
 // session update happen all together or not at all.
 //
 // Round trips of an append (after authentication):
@@ -14,14 +14,16 @@ import type { Limits } from '../../config.js';
 import type { Database } from '../../db/connect.js';
 import type { EventRow } from '../../db/schema.js';
 import { AppError } from '../../errors.js';
+import type { IfMatch } from '../../lib/preconditions.js';
 import { type SessionView, toSessionView } from '../sessions/session.model.js';
-import { findSpaceOrThrow } from '../spaces/space-lookup.js';
+import { sessionNotFound } from '../sessions/session-not-found.js';
 import type { StoredScope } from '../state/scoped-state.js';
 import { lockSharedStates } from '../state/shared-state.js';
 import { type PreparedEvent, eventDocument, planReplays, prepareAppend, writtenEventRow } from './append-plan.js';
 import { type AppendedSession, StoredEventIdError, appendInDatabase } from './append.repository.js';
 import { type EventView, toEventView } from './event.model.js';
-import { type SessionKey, findEventsByEventIds, lockSessionForUpdate } from './events.repository.js';
+import type { SessionKey } from '../../db/keys.js';
+import { findEventsByEventIds, lockSessionForUpdate } from './events.repository.js';
 import type { AppendEventsBody } from './events.schemas.js';
 
 export interface AppendEventsResult {
@@ -34,8 +36,6 @@ export interface AppendEventsResult {
   events: EventView[];
   session: SessionView;
 }
-
-type IfMatch = number[] | '*' | undefined;
 
 export async function appendEvents(db: Database, limits: Limits, key: SessionKey, body: AppendEventsBody, ifMatch: IfMatch): Promise<AppendEventsResult> {
   const prepared = prepareAppend(body, limits);
@@ -110,9 +110,3 @@ const isRefusal = (error: unknown) =>
 
 /** `*` asks only that the session exists, which the append checks anyway. */
 const revisionsOf = (ifMatch: IfMatch): number[] | undefined => (ifMatch === '*' ? undefined : ifMatch);
-
-/** A missing or expired session is a 404; so is the session of an unknown (or another account's) space. */
-async function sessionNotFound(db: Parameters<typeof findSpaceOrThrow>[0], key: SessionKey): Promise<AppError> {
-  await findSpaceOrThrow(db, key.accountId, key.spaceId);
-  return new AppError('ResourceNotFound.Session', `Session ${key.sessionId} of user ${key.userId} was not found.`);
-}

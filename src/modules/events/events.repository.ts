@@ -1,10 +1,9 @@
 // Queries of the events module. Every query is scoped by the full session key, account first.
 import { type SelectQueryBuilder, type Transaction, sql } from 'kysely';
-import type { Database } from '../../db/connect.js';
+import type { Executor } from '../../db/connect.js';
 import type { DB, EventRow, SessionRow } from '../../db/schema.js';
-import type { SessionKey } from '../sessions/sessions.repository.js';
-
-export type { SessionKey };
+import { SESSION_NOT_EXPIRED, sessionNotExpiredText } from '../../db/sql-fragments.js';
+import type { SessionKey } from '../../db/keys.js';
 
 export interface EventFilters {
   afterSeq?: number;
@@ -14,9 +13,7 @@ export interface EventFilters {
   author?: string;
 }
 
-type Executor = Database | Transaction<DB>;
-
-const notExpired = sql<boolean>`(sessions.expire_time IS NULL OR sessions.expire_time > now())`;
+const LIVE = sql.raw(sessionNotExpiredText('sessions'));
 
 /**
  * Locks the (unexpired) session row until the transaction ends: concurrent appends queue here and
@@ -31,7 +28,7 @@ export async function lockSessionForUpdate(trx: Transaction<DB>, key: SessionKey
     SELECT sessions.*, date_trunc('milliseconds', clock_timestamp()) AS now
     FROM sessions
     WHERE account_id = ${key.accountId} AND space_id = ${key.spaceId} AND user_id = ${key.userId} AND session_id = ${key.sessionId}
-      AND (expire_time IS NULL OR expire_time > now())
+      AND ${LIVE}
     FOR UPDATE
   `.execute(trx);
   return result.rows[0];
@@ -41,7 +38,7 @@ export async function lockSessionForUpdate(trx: Transaction<DB>, key: SessionKey
  * The session's id if it exists and has not expired. Only the key is read: the reads that check
  * this need nothing else, and the state, metadata and memo can be large.
  */
-export async function findLiveSession(db: Executor, key: SessionKey): Promise<{ session_id: string } | undefined> {
+export async function findLiveSessionId(db: Executor, key: SessionKey): Promise<{ session_id: string } | undefined> {
   return db
     .selectFrom('sessions')
     .select('sessions.session_id')
@@ -49,7 +46,7 @@ export async function findLiveSession(db: Executor, key: SessionKey): Promise<{ 
     .where('sessions.space_id', '=', key.spaceId)
     .where('sessions.user_id', '=', key.userId)
     .where('sessions.session_id', '=', key.sessionId)
-    .where(notExpired)
+    .where(SESSION_NOT_EXPIRED)
     .executeTakeFirst();
 }
 

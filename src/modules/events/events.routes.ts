@@ -1,5 +1,5 @@
-import { errorResponses } from '../../http/schemas.js';
-import { etagOf, parseIfMatch } from '../../http/preconditions.js';
+import { SessionPath, errorResponses } from '../../http/schemas.js';
+import { etagOf, parseIfMatch } from '../../lib/preconditions.js';
 import { viewSerializerCompiler } from '../../http/view-serializer.js';
 import type { AppDeps, ZodApp } from '../../http/zod-app.js';
 import { maySeeSessionContents, writtenSessionAnswer } from '../sessions/session-disclosure.js';
@@ -11,7 +11,6 @@ import {
   IfMatchHeaders,
   ListEventsQuery,
   ListEventsResponse,
-  SessionPath,
   appendEventsBody,
   appendEventsValidatorCompiler,
 } from './events.schemas.js';

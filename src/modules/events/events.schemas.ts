@@ -2,7 +2,7 @@
 import type { FastifySchemaCompiler } from 'fastify';
 import { validatorCompiler } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { Identifier, IncludeTotal, JsonObject, PageToken, SpaceId, TimestampInput, pageSize } from '../../http/schemas.js';
+import { Identifier, IncludeTotal, JsonObject, PageToken, SessionPath, TimestampInput, ifMatchHeaders, pageSize } from '../../http/schemas.js';
 import { WrittenSession } from '../sessions/session.model.js';
 import { Event, EventActions, EventContent } from './event.model.js';
 
@@ -53,12 +53,10 @@ export function appendEventsValidatorCompiler<RouteSchema>(maxEvents: number): F
   };
 }
 
-export const SessionPath = z.object({ spaceId: SpaceId, userId: Identifier, sessionId: Identifier });
 export const EventPath = SessionPath.extend({ eventId: Identifier });
 
-export const IfMatchHeaders = z.looseObject({
-  'if-match': z.string().optional().describe('"<revision>" from an ETag: the append happens only if the session is still at that revision.'),
-});
+/** The append's If-Match: the shared header, described for what it guards here. */
+export const IfMatchHeaders = ifMatchHeaders('"<revision>" from an ETag: the append happens only if the session is still at that revision.');
 
 export const AppendEventsResponse = z.object({
   events: z.array(Event).describe('The stored events, in request order; a replayed event is the one stored first.'),

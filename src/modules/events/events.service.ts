@@ -1,14 +1,14 @@
-// Reading events (SPEC §4.6): a session's events page by page, and one event. Appending is
+// Reading events (docs/design.md §4.6): a session's events page by page, and one event. Appending is
 // append.service.ts.
 import type { Database } from '../../db/connect.js';
 import { AppError } from '../../errors.js';
 import type { PageTokens } from '../../lib/page-token.js';
-import { findSpaceOrThrow } from '../spaces/space-lookup.js';
+import { sessionNotFound } from '../sessions/session-not-found.js';
 import { type EventView, toEventView } from './event.model.js';
-import { type EventFilters, type SessionKey, countEvents, findEvent, findLiveSession, listEvents } from './events.repository.js';
+import type { SessionKey } from '../../db/keys.js';
+import { type EventFilters, countEvents, findEvent, findLiveSessionId, listEvents } from './events.repository.js';
 import type { ListEventsQueryValue } from './events.schemas.js';
 
-export type { SessionKey } from './events.repository.js';
 
 export interface ListEventsResult {
   events: EventView[];
@@ -47,7 +47,6 @@ export async function getSessionEvent(db: Database, key: SessionKey, eventId: st
 
 /** A missing or expired session is a 404; so is the session of an unknown (or another account's) space. */
 async function requireLiveSession(db: Database, key: SessionKey): Promise<void> {
-  if (await findLiveSession(db, key)) return;
-  await findSpaceOrThrow(db, key.accountId, key.spaceId);
-  throw new AppError('ResourceNotFound.Session', `Session ${key.sessionId} of user ${key.userId} was not found.`);
+  if (await findLiveSessionId(db, key)) return;
+  throw await sessionNotFound(db, key);
 }

@@ -1,17 +1,13 @@
 // Queries on sub-accounts, their policies and credentials. Every query is scoped by account_id.
 import { type Transaction, type Selectable, sql } from 'kysely';
-import type { Database } from '../../db/connect.js';
-import type { CredentialRow, DB, PoliciesTable, PolicyStatementRow, PrincipalsTable } from '../../db/schema.js';
-import { ROOT_PRINCIPAL_ID } from '../accounts/accounts.repository.js';
+import type { Executor } from '../../db/connect.js';
+import type { DB, PoliciesTable, PolicyStatementRow, PrincipalsTable } from '../../db/schema.js';
+import { NOW_MS } from '../../db/sql-fragments.js';
+import { type CredentialListRow, LISTED_CREDENTIAL_COLUMNS, ROOT_PRINCIPAL_ID } from '../accounts/accounts.repository.js';
 
-type Executor = Database | Transaction<DB>;
 export type PrincipalRow = Selectable<PrincipalsTable>;
 export type PolicyRow = Selectable<PoliciesTable>;
-/** A credential as listed: never the hash nor the encrypted copy. */
-export type CredentialListRow = Pick<CredentialRow, 'secret_id' | 'principal_id' | 'status' | 'create_time' | 'last_used_time'>;
 
-const NOW_MS = sql<Date>`date_trunc('milliseconds', now())`;
-const LISTED_COLUMNS = ['secret_id', 'principal_id', 'status', 'create_time', 'last_used_time'] as const;
 
 export async function insertSubAccount(db: Executor, accountId: string, principalId: string, name: string): Promise<PrincipalRow> {
   return db
@@ -74,28 +70,11 @@ export async function findPolicy(db: Executor, accountId: string, principalId: s
   return db.selectFrom('policies').selectAll().where('account_id', '=', accountId).where('principal_id', '=', principalId).executeTakeFirst();
 }
 
-export async function insertCredential(
-  db: Executor,
-  credential: { accountId: string; principalId: string; secretId: string; secretHash: Buffer; secretEncrypted: Buffer | null },
-): Promise<CredentialListRow> {
-  return db
-    .insertInto('credentials')
-    .values({
-      secret_id: credential.secretId,
-      account_id: credential.accountId,
-      principal_id: credential.principalId,
-      secret_hash: credential.secretHash,
-      secret_encrypted: credential.secretEncrypted,
-    })
-    .returning(LISTED_COLUMNS)
-    .executeTakeFirstOrThrow();
-}
-
 /** A principal's credentials, oldest first (served by credentials_by_principal). */
 export async function listCredentials(db: Executor, accountId: string, principalId: string): Promise<CredentialListRow[]> {
   return db
     .selectFrom('credentials')
-    .select(LISTED_COLUMNS)
+    .select(LISTED_CREDENTIAL_COLUMNS)
     .where('account_id', '=', accountId)
     .where('principal_id', '=', principalId)
     .orderBy('create_time')
@@ -104,7 +83,7 @@ export async function listCredentials(db: Executor, accountId: string, principal
 }
 
 export async function findCredentialOfAccount(db: Executor, accountId: string, secretId: string): Promise<CredentialListRow | undefined> {
-  return db.selectFrom('credentials').select(LISTED_COLUMNS).where('account_id', '=', accountId).where('secret_id', '=', secretId).executeTakeFirst();
+  return db.selectFrom('credentials').select(LISTED_CREDENTIAL_COLUMNS).where('account_id', '=', accountId).where('secret_id', '=', secretId).executeTakeFirst();
 }
 
 /**
@@ -147,7 +126,7 @@ export async function updateCredentialStatus(
     .set({ status })
     .where('account_id', '=', accountId)
     .where('secret_id', '=', secretId)
-    .returning(LISTED_COLUMNS)
+    .returning(LISTED_CREDENTIAL_COLUMNS)
     .executeTakeFirst();
 }
 

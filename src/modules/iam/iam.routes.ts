@@ -29,7 +29,7 @@ import {
   modifyCredential,
   putPolicy,
 } from './iam.service.js';
-import { PolicyDocument } from './policy.js';
+import { PolicyDocument } from '../../lib/policy.js';
 
 const tags = ['iam'];
 const BODY_ERRORS = ['LimitExceeded.RequestSize', 'UnsupportedMediaType'] as const;

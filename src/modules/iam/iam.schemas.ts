@@ -2,8 +2,9 @@
 import { z } from 'zod';
 import type { PolicyStatementRow } from '../../db/schema.js';
 import { IncludeTotal, PageToken, Timestamp, pageSize } from '../../http/schemas.js';
-import type { CredentialListRow, PolicyRow, PrincipalRow } from './iam.repository.js';
-import { PolicyStatement } from './policy.js';
+import type { CredentialListRow } from '../accounts/accounts.repository.js';
+import type { PolicyRow, PrincipalRow } from './iam.repository.js';
+import { PolicyStatement } from '../../lib/policy.js';
 
 export const SUB_ACCOUNT_NAME_MAX = 128;
 
@@ -35,7 +36,6 @@ export const CreateSubAccountBody = z.strictObject({
     .max(SUB_ACCOUNT_NAME_MAX, `must be at most ${SUB_ACCOUNT_NAME_MAX} characters after trimming`)
     .describe(`1–${SUB_ACCOUNT_NAME_MAX} characters; leading and trailing whitespace is removed. Names need not be unique.`),
 });
-export type CreateSubAccountInput = z.infer<typeof CreateSubAccountBody>;
 
 export const SubAccountPath = z.object({ subAccountId: SubAccountId });
 export const CredentialPath = z.object({ secretId: SecretId });
@@ -105,4 +105,3 @@ export const ListCredentialsResponse = z.object({ credentials: z.array(Credentia
 export const ModifyCredentialBody = z.strictObject({
   status: CredentialStatus.describe('disabled: the credential stops authenticating at once; enabled: it works again.'),
 });
-export type ModifyCredentialInput = z.infer<typeof ModifyCredentialBody>;

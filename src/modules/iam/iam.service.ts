@@ -2,12 +2,12 @@
 // scoped to the caller's account: another account's sub-account or credential answers the same
 // 404 as a missing one.
 import type { Transaction } from 'kysely';
-import type { Database } from '../../db/connect.js';
+import type { Database, Executor } from '../../db/connect.js';
 import type { DB } from '../../db/schema.js';
 import { AppError } from '../../errors.js';
 import type { PageTokens } from '../../lib/page-token.js';
 import { uuidv7 } from '../../lib/ids.js';
-import { ROOT_PRINCIPAL_ID } from '../accounts/accounts.repository.js';
+import { ROOT_PRINCIPAL_ID, insertCredential } from '../accounts/accounts.repository.js';
 import { hashSecretKey, issueCredential } from '../accounts/credentials.js';
 import { encryptSecret } from '../accounts/secret-box.js';
 import {
@@ -18,7 +18,6 @@ import {
   findPolicy,
   findSubAccount,
   hasOtherEnabledRootCredential,
-  insertCredential,
   insertSubAccount,
   listCredentials,
   listSubAccounts,
@@ -36,9 +35,7 @@ import {
   toPolicyView,
   toSubAccountView,
 } from './iam.schemas.js';
-import type { PolicyStatementValue } from './policy.js';
-
-type Executor = Database | Transaction<DB>;
+import type { PolicyStatementValue } from '../../lib/policy.js';
 
 /** `sub-<UUIDv7>`: time-ordered, so listing in id order is listing in creation order. */
 const newSubAccountId = (): string => `sub-${uuidv7()}`;

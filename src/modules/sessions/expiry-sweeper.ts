@@ -1,4 +1,4 @@
-// Removes expired sessions (SPEC 4.8) in bounded batches. Expired sessions already answer 404
+// Removes expired sessions (docs/design.md §4.8) in bounded batches. Expired sessions already answer 404
 // everywhere; this only reclaims their rows. Several instances may sweep the same database at once.
 import { sql } from 'kysely';
 import type { Database } from '../../db/connect.js';

@@ -1,4 +1,4 @@
-// Session metadata rules (SPEC 4.5). Pure: the service feeds in the metadata a request would leave
+// Session metadata rules (docs/design.md §4.5). Pure: the service feeds in the metadata a request would leave
 // behind and the metadata it replaces, and turns the issues into one InvalidParameter.Metadata.
 // Rules about the reserved namespace compare the two, because they are about what a change does
 // (switching a deployment), not only about the result.

@@ -3,8 +3,8 @@
 // without session:DescribeSessions on the space the answer keeps the ids, counts, revision and
 // times (the caller needs the revision for If-Match) and drops the contents. Decided once per
 // request from the policy already loaded with the principal: no database round trip. Pure.
-import type { Principal } from '../accounts/principal.js';
-import { isAllowed, spaceResource } from '../iam/policy.js';
+import type { Principal } from '../../lib/principal.js';
+import { isAllowed, spaceResource } from '../../lib/policy.js';
 import type { SessionView, WrittenSessionView } from './session.model.js';
 
 /** Whether `principal` may see a session's title, metadata, state and memo in `spaceId`. */

@@ -6,13 +6,11 @@
 // Kysely on every request cost more than the database did), and the context read extends it with
 // a UNION that Kysely would not make clearer. Every statement here is read by primary key:
 // sessions_pkey, space_users_pkey, session_spaces_pkey (migrations/0001_core.sql).
-import { CompiledQuery, type Transaction } from 'kysely';
-import type { Database } from '../../db/connect.js';
+import { CompiledQuery } from 'kysely';
+import type { Executor } from '../../db/connect.js';
+import { sessionNotExpiredText } from '../../db/sql-fragments.js';
 import { preparedStatement } from '../../db/prepared-statements.js';
-import type { DB } from '../../db/schema.js';
-import type { SessionKey } from './sessions.repository.js';
-
-type Executor = Database | Transaction<DB>;
+import type { SessionKey } from '../../db/keys.js';
 
 /** A timestamptz as toISOString writes it: UTC, milliseconds, `Z` (PostgreSQL's MS truncates, as pg's Date does). */
 export const isoTimestamp = (column: string): string => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
@@ -46,7 +44,7 @@ const LIVE_SESSION_FROM = `sessions AS s
   JOIN space_users AS u ON u.account_id = s.account_id AND u.space_id = s.space_id AND u.user_id = s.user_id
   JOIN session_spaces AS a ON a.account_id = s.account_id AND a.space_id = s.space_id
   WHERE s.account_id = $1 AND s.space_id = $2 AND s.user_id = $3 AND s.session_id = $4
-    AND (s.expire_time IS NULL OR s.expire_time > now())`;
+    AND ${sessionNotExpiredText('s')}`;
 
 /**
  * The live session's read: its JSON, the memo's, and what the route needs besides (the revision

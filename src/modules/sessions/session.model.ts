@@ -1,8 +1,9 @@
 // The session as the API shows it, shared by the sessions and events modules.
 import { z } from 'zod';
-import type { JsonObject as JsonObjectValue, SessionRow } from '../../db/schema.js';
+import type { SessionRow } from '../../db/schema.js';
 import { JsonObject, Timestamp } from '../../http/schemas.js';
 import { mergedStateView } from '../state/scoped-state.js';
+import type { SharedStates } from '../state/shared-state.js';
 
 export const Session = z
   .object({
@@ -41,12 +42,6 @@ export const WrittenSession = Session.partial({ title: true, metadata: true, sta
   .meta({ id: 'WrittenSession' });
 
 export type WrittenSessionView = z.infer<typeof WrittenSession>;
-
-/** The user's and the space's state, whose `user:*` and `app:*` keys join the session's in the view. */
-export interface SharedStates {
-  user: JsonObjectValue;
-  app: JsonObjectValue;
-}
 
 /** Callers outside the sessions module read a session through `readSessionView` (sessions.service). */
 export function toSessionView(row: SessionRow, shared: SharedStates): SessionView {

@@ -1,34 +1,19 @@
 // Queries on sessions and the per-user session counter. Every query is scoped by account and space.
-import { type Expression, type ExpressionBuilder, type SqlBool, type Transaction, sql } from 'kysely';
-import type { Database } from '../../db/connect.js';
+import { type Expression, type InsertObject, type ExpressionBuilder, type SqlBool, type Transaction, sql } from 'kysely';
+import type { Executor } from '../../db/connect.js';
 import { containsPattern } from '../../db/like.js';
+import type { SessionKey, UserKey } from '../../db/keys.js';
 import type { DB, JsonObject, SessionRow } from '../../db/schema.js';
-
-type Executor = Database | Transaction<DB>;
-
-export interface UserKey {
-  accountId: string;
-  spaceId: string;
-  userId: string;
-}
-
-export interface SessionKey extends UserKey {
-  sessionId: string;
-}
+import { NOW_MS, SESSION_NOT_EXPIRED } from '../../db/sql-fragments.js';
 
 /** How a write sets expire_time: a fixed time, seconds from the database's now, or none. */
 export type ExpirySetting = { at: Date } | { ttlSeconds: number } | null;
 
-const nowMs = sql<Date>`date_trunc('milliseconds', now())`;
-
 function expiryValue(expiry: ExpirySetting) {
   if (expiry === null) return null;
   if ('at' in expiry) return expiry.at;
-  return sql<Date>`date_trunc('milliseconds', now()) + make_interval(secs => ${expiry.ttlSeconds})`;
+  return sql<Date>`${NOW_MS} + make_interval(secs => ${expiry.ttlSeconds})`;
 }
-
-// Column names are qualified: the read queries join the user's and the space's state.
-const isLive = (eb: ExpressionBuilder<DB, 'sessions'>) => eb.or([eb('sessions.expire_time', 'is', null), eb('sessions.expire_time', '>', sql<Date>`now()`)]);
 
 const byKey = (eb: ExpressionBuilder<DB, 'sessions'>, key: SessionKey) =>
   eb.and([
@@ -84,23 +69,29 @@ export interface NewSession {
   expiry: ExpirySetting;
 }
 
+/** The row of a session created through the API; the table's defaults fill the rest. */
+export function newSessionValues(key: SessionKey, fields: NewSession): InsertObject<DB, 'sessions'> {
+  return {
+    account_id: key.accountId,
+    space_id: key.spaceId,
+    user_id: key.userId,
+    session_id: key.sessionId,
+    title: fields.title,
+    metadata: JSON.stringify(fields.metadata),
+    state: JSON.stringify(fields.state),
+    expire_time: expiryValue(fields.expiry),
+  };
+}
+
 /**
- * Inserts the session unless the key is taken. A concurrent insert of the same key makes this wait
- * for the other transaction and then do nothing, so exactly one caller creates the row.
+ * Inserts the session unless the key is taken (then answers undefined): create and import. A
+ * concurrent insert of the same key makes this wait for the other transaction and then do nothing,
+ * so exactly one caller creates the row.
  */
-export async function insertSessionIfAbsent(trx: Transaction<DB>, key: SessionKey, fields: NewSession): Promise<SessionRow | undefined> {
+export async function insertSessionIfAbsent(trx: Transaction<DB>, row: InsertObject<DB, 'sessions'>): Promise<SessionRow | undefined> {
   return trx
     .insertInto('sessions')
-    .values({
-      account_id: key.accountId,
-      space_id: key.spaceId,
-      user_id: key.userId,
-      session_id: key.sessionId,
-      title: fields.title,
-      metadata: JSON.stringify(fields.metadata),
-      state: JSON.stringify(fields.state),
-      expire_time: expiryValue(fields.expiry),
-    })
+    .values(row)
     .onConflict((oc) => oc.columns(['account_id', 'space_id', 'user_id', 'session_id']).doNothing())
     .returningAll()
     .executeTakeFirst();
@@ -119,15 +110,6 @@ export async function lockSession(trx: Transaction<DB>, key: SessionKey): Promis
     .executeTakeFirst();
 }
 
-/** The session unless it is missing or expired. */
-export async function findLiveSession(db: Executor, key: SessionKey): Promise<SessionRow | undefined> {
-  return db
-    .selectFrom('sessions')
-    .selectAll()
-    .where((eb) => eb.and([byKey(eb, key), isLive(eb)]))
-    .executeTakeFirst();
-}
-
 /** The session with its user's and space's state, in one query, unless it is missing or expired. */
 export async function findLiveSessionWithSharedState(db: Executor, key: SessionKey): Promise<SessionWithSharedState | undefined> {
   return liveSessionWithSharedState(db, key).executeTakeFirst();
@@ -135,7 +117,7 @@ export async function findLiveSessionWithSharedState(db: Executor, key: SessionK
 
 /** The query of findLiveSessionWithSharedState, for readers that select more alongside (context). */
 export function liveSessionWithSharedState(db: Executor, key: SessionKey) {
-  return sessionsWithSharedState(db).where((eb) => eb.and([byKey(eb, key), isLive(eb)]));
+  return sessionsWithSharedState(db).where((eb) => eb.and([byKey(eb, key), SESSION_NOT_EXPIRED]));
 }
 
 /** Deletes the session; its events go with it (trigger sessions_delete_events). */
@@ -160,7 +142,7 @@ export async function updateSessionRow(trx: Transaction<DB>, key: SessionKey, ch
       ...(changes.memo !== undefined ? { memo: changes.memo } : {}),
       ...(changes.expiry !== undefined ? { expire_time: expiryValue(changes.expiry) } : {}),
       revision: eb('revision', '+', 1),
-      update_time: nowMs,
+      update_time: NOW_MS,
     }))
     .where((eb) => byKey(eb, key))
     .returningAll()
@@ -190,7 +172,6 @@ export interface SessionPageRequest {
   limit: number;
 }
 
-
 /**
  * The session's metadata under its space id, `{ "<spaceId>": { ...metadata } }`: containment (@>)
  * of one key and value in it is what the sessions_metadata_in_space GIN index serves, reading only
@@ -199,7 +180,7 @@ export interface SessionPageRequest {
 const metadataInSpace = sql`jsonb_set('{}'::jsonb, ARRAY[sessions.space_id], sessions.metadata)`;
 
 function filterExpression(eb: ExpressionBuilder<DB, 'sessions'>, filter: SessionFilter): Expression<SqlBool> {
-  const conditions: Expression<SqlBool>[] = [eb('sessions.account_id', '=', filter.accountId), eb('sessions.space_id', '=', filter.spaceId), isLive(eb)];
+  const conditions: Expression<SqlBool>[] = [eb('sessions.account_id', '=', filter.accountId), eb('sessions.space_id', '=', filter.spaceId), SESSION_NOT_EXPIRED];
   if (filter.userIds?.length) conditions.push(eb('sessions.user_id', 'in', filter.userIds));
   if (filter.sessionIds?.length) conditions.push(eb('sessions.session_id', 'in', filter.sessionIds));
   if (filter.title !== undefined) conditions.push(eb('sessions.title', '=', filter.title));

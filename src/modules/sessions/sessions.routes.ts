@@ -1,14 +1,14 @@
 // Sessions of a space's business users: idempotent create, describe, modify, delete, and lists.
 import { z } from 'zod';
 import { invalidParameter } from '../../errors.js';
-import { errorResponses } from '../../http/schemas.js';
-import { etagOf, parseIfMatch } from '../../http/preconditions.js';
+import { IfMatchHeaders, SessionPath, SpacePath, UserPath, errorResponses } from '../../http/schemas.js';
+import { etagOf, parseIfMatch } from '../../lib/preconditions.js';
 import { sendJsonText } from '../../http/view-serializer.js';
 import type { AppDeps, ZodApp } from '../../http/zod-app.js';
 import { createSemaphore } from '../../lib/semaphore.js';
 import { maySeeSessionContents, writtenSessionAnswer } from './session-disclosure.js';
 import { Session, WrittenSession } from './session.model.js';
-import { CreateHeaders, IfMatchHeaders, SessionList, SessionParams, SpaceParams, UserParams, sessionSchemas } from './sessions.schemas.js';
+import { CreateHeaders, SessionList, sessionSchemas } from './sessions.schemas.js';
 import { createSession, deleteSession, describeSession, listSessions, modifySession } from './sessions.service.js';
 
 const USER_SESSIONS = '/spaces/:spaceId/users/:userId/sessions';
@@ -37,7 +37,7 @@ export async function sessionsRoutes(app: ZodApp, { db, limits, pageTokens }: Ap
           'or 412 with `If-None-Match: *`. An expired session with that id is replaced. Without a sessionId one is generated. ' +
           'Without expireTime or ttlSeconds the space\'s defaultTtlSeconds applies, if it has one. Title, metadata, state and memo ' +
           'are answered only to a caller that may describe sessions (session:DescribeSessions).',
-        params: UserParams,
+        params: UserPath,
         headers: CreateHeaders,
         body: schemas.CreateSessionBody,
         response: {
@@ -65,7 +65,7 @@ export async function sessionsRoutes(app: ZodApp, { db, limits, pageTokens }: Ap
         tags: ['sessions'],
         summary: "List one user's sessions",
         description: 'Newest update first by default. Expired sessions are never listed.',
-        params: UserParams,
+        params: UserPath,
         querystring: schemas.ListUserSessionsQuery,
         response: { 200: SessionList, ...errorResponses('InvalidParameter.PageToken', 'ResourceNotFound.SessionSpace') },
       },
@@ -84,7 +84,7 @@ export async function sessionsRoutes(app: ZodApp, { db, limits, pageTokens }: Ap
         tags: ['sessions'],
         summary: "List a space's sessions (admin view)",
         description: 'All users\' sessions, optionally only some users or session ids. Expired sessions are never listed.',
-        params: SpaceParams,
+        params: SpacePath,
         querystring: schemas.ListSpaceSessionsQuery,
         response: { 200: SessionList, ...errorResponses('InvalidParameter.PageToken', 'ResourceNotFound.SessionSpace') },
       },
@@ -100,7 +100,7 @@ export async function sessionsRoutes(app: ZodApp, { db, limits, pageTokens }: Ap
         tags: ['sessions'],
         summary: 'Describe a session',
         description: 'The `ETag` header carries the revision, for `If-Match` on later changes.',
-        params: SessionParams,
+        params: SessionPath,
         response: { 200: Session, ...errorResponses('ResourceNotFound.SessionSpace', 'ResourceNotFound.Session') },
       },
     },
@@ -118,7 +118,7 @@ export async function sessionsRoutes(app: ZodApp, { db, limits, pageTokens }: Ap
         tags: ['sessions'],
         summary: 'Change title, metadata, memo or expiry',
         description: 'Metadata is a merge patch (null removes a key). Every change increments the revision.',
-        params: SessionParams,
+        params: SessionPath,
         headers: IfMatchHeaders,
         body: schemas.ModifySessionBody,
         response: {
@@ -142,7 +142,7 @@ export async function sessionsRoutes(app: ZodApp, { db, limits, pageTokens }: Ap
       schema: {
         tags: ['sessions'],
         summary: 'Delete a session and its events',
-        params: SessionParams,
+        params: SessionPath,
         headers: IfMatchHeaders,
         response: {
           204: z.null().describe('Deleted.'),

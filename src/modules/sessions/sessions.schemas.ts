@@ -2,25 +2,19 @@
 // filter counts) come from the running configuration, so the schemas are built per app.
 import { z } from 'zod';
 import type { Limits } from '../../config.js';
-import { Identifier, IncludeTotal, JsonObject, PageToken, SpaceId, TimestampInput, pageSize, repeatable } from '../../http/schemas.js';
+import { Identifier, IncludeTotal, JsonObject, PageToken, TimestampInput, pageSize, repeatable } from '../../http/schemas.js';
 import { Session } from './session.model.js';
 
 /** Upper bound of a TTL (10 years): far beyond any real use, and safe for timestamp arithmetic. */
 export const MAX_TTL_SECONDS = 10 * 365 * 24 * 3600;
 
-export const SpaceParams = z.object({ spaceId: SpaceId });
-export const UserParams = z.object({ spaceId: SpaceId, userId: Identifier });
-export const SessionParams = z.object({ spaceId: SpaceId, userId: Identifier, sessionId: Identifier });
 
 // Header schemas are loose: Fastify replaces request.headers with the parsed value.
 export const CreateHeaders = z.looseObject({
   'if-none-match': z.string().optional().describe('`*`: answer 412 instead of 200 when the session already exists.'),
 });
-export const IfMatchHeaders = z.looseObject({
-  'if-match': z.string().optional().describe('ETag ("<revision>") the session must still have; otherwise 412 and nothing changes.'),
-});
 
-const MetadataValues = z.record(z.string(), z.string()).describe('String → string; see the metadata rules (SPEC 4.5).');
+const MetadataValues = z.record(z.string(), z.string()).describe('String → string; see the metadata rules (docs/design.md §4.5).');
 const TtlSeconds = z.number().int().min(1).max(MAX_TTL_SECONDS).describe('Expire this many seconds from now.');
 
 export function sessionSchemas(limits: Limits) {

@@ -1,32 +1,32 @@
 // Session rules: idempotent create, describe, modify with preconditions, delete, and the lists.
 // Each write runs in one transaction; expired sessions behave as absent everywhere.
-import type { Transaction } from 'kysely';
 import type { Limits } from '../../config.js';
-import type { Database } from '../../db/connect.js';
-import type { DB, JsonObject, SessionRow } from '../../db/schema.js';
+import type { Database, Executor } from '../../db/connect.js';
+import type { JsonObject, SessionRow } from '../../db/schema.js';
 import { AppError, invalidParameter } from '../../errors.js';
 import type { PageTokens } from '../../lib/page-token.js';
-import { assertIfMatch, etagOf } from '../../http/preconditions.js';
+import { type IfMatch, assertIfMatch, etagOf } from '../../lib/preconditions.js';
 import { newSessionId } from '../../lib/ids.js';
 import { findSpaceOrThrow } from '../spaces/space-lookup.js';
 import { assertStateWithinLimit, lockSharedStates, saveSharedStates } from '../state/shared-state.js';
 import { applyMergePatch } from '../state/merge-patch.js';
 import { applyScopedDelta, scopesTouched, splitByScope } from '../state/scoped-state.js';
 import { type Metadata, metadataIssues } from './metadata-rules.js';
+import type { SessionKey, UserKey } from '../../db/keys.js';
+import { sessionNotFound } from './session-not-found.js';
 import { findSessionJson } from './session-json.repository.js';
 import { type SessionView, toSessionView } from './session.model.js';
 import type { CreateSessionInput, ListSessionsQuery, ModifySessionInput } from './sessions.schemas.js';
 import {
   type ExpirySetting,
   type SessionFilter,
-  type SessionKey,
-  type UserKey,
   adjustSessionCount,
   countSessions,
   deleteSessionRow,
   ensureSpaceUser,
   findLiveSessionWithSharedState,
   insertSessionIfAbsent,
+  newSessionValues,
   listSessionRows,
   lockSession,
   updateSessionRow,
@@ -34,15 +34,13 @@ import {
 
 export const MEMO_MAX_BYTES = 64 * 1024;
 
-type IfMatch = number[] | '*' | undefined;
-
 export interface CreatedSession {
   session: SessionView;
   created: boolean;
 }
 
 /**
- * Creates the session, or answers the existing one unchanged (SPEC 4.1). An expired session with
+ * Creates the session, or answers the existing one unchanged (docs/design.md §4.1). An expired session with
  * the same id counts as absent: it is replaced. `ifNoneMatch` turns "exists" into 412.
  */
 export async function createSession(
@@ -80,7 +78,7 @@ export async function createSession(
     // Two rounds at most: a concurrent create may replace an expired row between our insert
     // attempt and our lock, and then the second round finds the new row.
     for (let attempt = 0; attempt < 3; attempt++) {
-      const inserted = await insertSessionIfAbsent(trx, key, fields);
+      const inserted = await insertSessionIfAbsent(trx, newSessionValues(key, fields));
       if (inserted) {
         await adjustSessionCount(trx, user, 1);
         return created(inserted);
@@ -94,7 +92,7 @@ export async function createSession(
       }
       // Replacing an expired session keeps the user's session count as it was.
       await deleteSessionRow(trx, key);
-      const fresh = await insertSessionIfAbsent(trx, key, fields);
+      const fresh = await insertSessionIfAbsent(trx, newSessionValues(key, fields));
       if (fresh) return created(fresh);
     }
     throw new AppError('InternalError', 'The session could not be created; retry.');
@@ -112,7 +110,7 @@ export async function createSession(
  */
 export async function describeSession(db: Database, key: SessionKey): Promise<{ json: string; revision: number }> {
   const session = await findSessionJson(db, key);
-  if (!session) throw await notFound(db, key);
+  if (!session) throw await sessionNotFound(db, key);
   return { json: session.session_json, revision: session.revision };
 }
 
@@ -121,7 +119,7 @@ export async function describeSession(db: Database, key: SessionKey): Promise<{ 
  * space's `app:*` keys), read in one query; undefined when it is missing or expired. Every module
  * that answers a session reads it through here. Inside a transaction, pass the transaction.
  */
-export async function readSessionView(db: Database | Transaction<DB>, key: SessionKey): Promise<SessionView | undefined> {
+export async function readSessionView(db: Executor, key: SessionKey): Promise<SessionView | undefined> {
   const row = await findLiveSessionWithSharedState(db, key);
   return row ? sessionViewOf(row) : undefined;
 }
@@ -142,7 +140,7 @@ export async function modifySession(db: Database, key: SessionKey, input: Modify
 
   return db.transaction().execute(async (trx) => {
     const current = await lockSession(trx, key);
-    if (!current || current.expired) throw await notFound(trx, key);
+    if (!current || current.expired) throw await sessionNotFound(trx, key);
     assertIfMatch(ifMatch, current.revision);
     let metadata: Metadata | undefined;
     if (input.metadata !== undefined) {
@@ -162,7 +160,7 @@ export async function modifySession(db: Database, key: SessionKey, input: Modify
 export async function deleteSession(db: Database, key: SessionKey, ifMatch: IfMatch): Promise<void> {
   await db.transaction().execute(async (trx) => {
     const current = await lockSession(trx, key);
-    if (!current || current.expired) throw await notFound(trx, key);
+    if (!current || current.expired) throw await sessionNotFound(trx, key);
     assertIfMatch(ifMatch, current.revision);
     await deleteSessionRow(trx, key);
     await adjustSessionCount(trx, key, -1);
@@ -279,8 +277,3 @@ function alreadyExists(row: SessionRow): AppError {
   });
 }
 
-/** 404 for the session, or for its space when that is what is missing (or another account's). */
-async function notFound(db: Parameters<typeof findSpaceOrThrow>[0], key: SessionKey): Promise<AppError> {
-  await findSpaceOrThrow(db, key.accountId, key.spaceId);
-  return new AppError('ResourceNotFound.Session', `Session ${key.sessionId} of user ${key.userId} was not found.`);
-}

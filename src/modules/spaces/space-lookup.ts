@@ -1,8 +1,7 @@
 // The one check every space-scoped operation starts with. Another account's space answers the
 // same 404 as a missing one: no existence oracle.
-import type { Transaction } from 'kysely';
-import type { Database } from '../../db/connect.js';
-import type { DB, SpaceRow } from '../../db/schema.js';
+import type { Executor } from '../../db/connect.js';
+import type { SpaceRow } from '../../db/schema.js';
 import { AppError } from '../../errors.js';
 
 /**
@@ -11,7 +10,7 @@ import { AppError } from '../../errors.js';
  * interleave into a session in a deleted space.
  */
 export async function findSpaceOrThrow(
-  db: Database | Transaction<DB>,
+  db: Executor,
   accountId: string,
   spaceId: string,
   lock?: 'share' | 'key-share' | 'update',
@@ -22,6 +21,10 @@ export async function findSpaceOrThrow(
   if (lock === 'key-share') query = query.forKeyShare();
   if (lock === 'update') query = query.forUpdate();
   const space = await query.executeTakeFirst();
-  if (!space) throw new AppError('ResourceNotFound.SessionSpace', `Session space ${spaceId} was not found.`);
+  if (!space) throw spaceNotFound(spaceId);
   return space;
+}
+
+export function spaceNotFound(spaceId: string): AppError {
+  return new AppError('ResourceNotFound.SessionSpace', `Session space ${spaceId} was not found.`);
 }

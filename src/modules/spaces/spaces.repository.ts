@@ -1,17 +1,16 @@
 // Queries on session spaces. Every query is scoped by account_id.
 import { type Expression, type ExpressionBuilder, type SqlBool, type Transaction, sql } from 'kysely';
-import type { Database } from '../../db/connect.js';
+import type { Executor } from '../../db/connect.js';
 import { containsPattern } from '../../db/like.js';
 import type { DB, SpaceRow } from '../../db/schema.js';
-import type { SpaceVisibility } from '../iam/policy.js';
-
-type Executor = Database | Transaction<DB>;
+import { NOW_MS, SESSION_NOT_EXPIRED } from '../../db/sql-fragments.js';
+import type { SpaceVisibility } from '../../lib/policy.js';
 
 export interface SpaceFilters {
   name?: string | undefined;
   nameLike?: string | undefined;
   descriptionLike?: string | undefined;
-  /** A sub-account's view (SPEC §2: lists never leak); undefined for the root, which sees all. */
+  /** A sub-account's view (docs/design.md §2: lists never leak); undefined for the root, which sees all. */
   visibility?: SpaceVisibility | undefined;
 }
 
@@ -21,7 +20,6 @@ export interface SpaceCursor {
   spaceId: string;
 }
 
-const NOW_MS = sql<Date>`date_trunc('milliseconds', now())`;
 
 export async function insertSpace(
   db: Executor,
@@ -104,7 +102,7 @@ export async function hasLiveSessions(trx: Transaction<DB>, accountId: string, s
     .select(sql`1`.as('one'))
     .where('account_id', '=', accountId)
     .where('space_id', '=', spaceId)
-    .where((eb) => eb.or([eb('expire_time', 'is', null), eb('expire_time', '>', sql<Date>`now()`)]))
+    .where(SESSION_NOT_EXPIRED)
     .limit(1)
     .executeTakeFirst();
   return row !== undefined;

@@ -1,8 +1,8 @@
 // /v1/spaces: create, list, describe, modify and delete session spaces.
 import { z } from 'zod';
-import { errorResponses } from '../../http/schemas.js';
+import { SpacePath, errorResponses } from '../../http/schemas.js';
 import type { AppDeps, ZodApp } from '../../http/zod-app.js';
-import { CreateSpaceBody, ListSpacesQuery, ListSpacesResponse, ModifySpaceBody, SessionSpace, SpacePath } from './spaces.schemas.js';
+import { CreateSpaceBody, ListSpacesQuery, ListSpacesResponse, ModifySpaceBody, SessionSpace } from './spaces.schemas.js';
 import { createSpace, deleteSpace, describeSpace, listSpacesPage, modifySpace } from './spaces.service.js';
 
 export async function spacesRoutes(app: ZodApp, { db, pageTokens }: AppDeps): Promise<void> {

@@ -70,7 +70,6 @@ export const ModifySpaceBody = z
   });
 export type ModifySpaceInput = z.infer<typeof ModifySpaceBody>;
 
-export const SpacePath = z.object({ spaceId: SpaceId });
 
 export const ListSpacesQuery = z.strictObject({
   name: z.string().min(1).max(SPACE_NAME_MAX).optional().describe('Exact name.'),

@@ -4,9 +4,9 @@ import type { Database } from '../../db/connect.js';
 import { AppError } from '../../errors.js';
 import type { PageTokens } from '../../lib/page-token.js';
 import { newSpaceId } from '../../lib/ids.js';
-import type { Principal } from '../accounts/principal.js';
-import { visibleSpaces } from '../iam/policy.js';
-import { findSpaceOrThrow } from './space-lookup.js';
+import type { Principal } from '../../lib/principal.js';
+import { visibleSpaces } from '../../lib/policy.js';
+import { findSpaceOrThrow, spaceNotFound } from './space-lookup.js';
 import {
   type SpaceCursor,
   countSpaces,
@@ -42,7 +42,7 @@ export interface SpacePage {
 }
 
 /**
- * Lists the spaces the caller may describe (SPEC §2: a sub-account sees only those), filtered in
+ * Lists the spaces the caller may describe (docs/design.md §2: a sub-account sees only those), filtered in
  * SQL so that paging and totalCount count only visible spaces.
  */
 export async function listSpacesPage(db: Database, tokens: PageTokens, principal: Principal, input: ListSpacesInput): Promise<SpacePage> {
@@ -75,7 +75,7 @@ function toCursor([createTime, spaceId]: [string, string]): SpaceCursor {
 
 export async function modifySpace(db: Database, accountId: string, spaceId: string, input: ModifySpaceInput): Promise<SpaceView> {
   const row = await updateSpace(db, accountId, spaceId, input);
-  if (!row) throw new AppError('ResourceNotFound.SessionSpace', `Session space ${spaceId} was not found.`);
+  if (!row) throw spaceNotFound(spaceId);
   return toSpaceView(row);
 }
 

@@ -1,4 +1,4 @@
-// Key scopes of state (SPEC §4.3, the ADK convention). A top-level key `user:x` belongs to the
+// Key scopes of state (docs/design.md §4.3, the ADK convention). A top-level key `user:x` belongs to the
 // user's state (shared by the user's sessions in a space), `app:x` to the space's state (shared by
 // every user), `temp:x` is never stored, anything else to the session. Keys keep their prefix where
 // they are stored, so the merged view a session read shows is a plain union. Pure: no I/O, inputs

@@ -1,11 +1,9 @@
 // Queries of the shared states: the user's row (space_users.state) and the space's row
 // (session_spaces.state).
 import type { Transaction } from 'kysely';
-import type { Database } from '../../db/connect.js';
+import type { Executor } from '../../db/connect.js';
 import type { DB, JsonObject } from '../../db/schema.js';
-import type { UserKey } from '../sessions/sessions.repository.js';
-
-type Executor = Database | Transaction<DB>;
+import type { UserKey } from '../../db/keys.js';
 
 /** The user's state (`{}` when the user has no row yet) and the space's state, in one query. */
 export async function readSharedStates(db: Executor, user: UserKey): Promise<{ user: JsonObject; app: JsonObject } | undefined> {

@@ -1,4 +1,4 @@
-// Shared state (SPEC §4.3): the `user:` keys live on the user's row (space_users), the `app:` keys
+// Shared state (docs/design.md §4.3): the `user:` keys live on the user's row (space_users), the `app:` keys
 // on the space's row (session_spaces), shared by every session that reads them. Writers that go
 // through the service (session create, import) lock and save them here; the append changes them
 // inside append_events() in the database, under the same lock order (session, user, space).
@@ -7,10 +7,16 @@ import type { Limits } from '../../config.js';
 import type { DB, JsonObject } from '../../db/schema.js';
 import { AppError } from '../../errors.js';
 import { stateBytes } from '../../lib/json-measure.js';
-import type { SharedStates } from '../sessions/session.model.js';
-import type { UserKey } from '../sessions/sessions.repository.js';
+import { spaceNotFound } from '../spaces/space-lookup.js';
+import type { UserKey } from '../../db/keys.js';
 import type { ScopedStates, StoredScope } from './scoped-state.js';
 import { lockSpaceState, lockUserState, readSharedStates, saveSpaceState, saveUserState } from './shared-state.repository.js';
+
+/** The state shared by the sessions of a user (`user:` keys) and of a space (`app:` keys). */
+export interface SharedStates {
+  user: JsonObject;
+  app: JsonObject;
+}
 
 /**
  * The user's and the space's state for a transaction that holds the session row (or has just
@@ -22,7 +28,7 @@ export async function lockSharedStates(trx: Transaction<DB>, user: UserKey, writ
   const appState = writing.has('app') ? await lockSpaceState(trx, user.accountId, user.spaceId) : undefined;
   if (userState !== undefined && appState !== undefined) return { user: userState, app: appState };
   const read = await readSharedStates(trx, user);
-  if (!read) throw new AppError('ResourceNotFound.SessionSpace', `Session space ${user.spaceId} was not found.`);
+  if (!read) throw spaceNotFound(user.spaceId);
   return { user: userState ?? read.user, app: appState ?? read.app };
 }
 

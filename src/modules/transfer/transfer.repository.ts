@@ -1,28 +1,12 @@
 // Queries of export and import. Every query is scoped by account and space.
 import { type Insertable, type Transaction, sql } from 'kysely';
-import type { Database } from '../../db/connect.js';
-import type { DB, EventRow, EventsTable, JsonObject, NewSessionRow, SessionRow, SpaceRow } from '../../db/schema.js';
-import { type SessionKey, type UserKey, liveSessionWithSharedState } from '../sessions/sessions.repository.js';
-
-type Executor = Database | Transaction<DB>;
-
-export type { SessionKey, UserKey };
+import type { Executor } from '../../db/connect.js';
+import type { DB, EventRow, EventsTable, JsonObject, SessionRow } from '../../db/schema.js';
+import type { SessionKey, UserKey } from '../../db/keys.js';
+import { liveSessionWithSharedState } from '../sessions/sessions.repository.js';
 
 /** Rows per insert of imported events: 17 columns × 500 stays far below Postgres' 65,535 parameters. */
 const INSERT_CHUNK = 500;
-
-export async function findSpace(db: Executor, accountId: string, spaceId: string): Promise<SpaceRow | undefined> {
-  return db.selectFrom('session_spaces').selectAll().where('account_id', '=', accountId).where('space_id', '=', spaceId).executeTakeFirst();
-}
-
-/**
- * FOR KEY SHARE keeps the space from being deleted until the import commits, yet lets other
- * transactions (and this one) update its state: a plain UPDATE takes FOR NO KEY UPDATE, which does
- * not conflict with it, so concurrent imports into one space cannot deadlock on a lock upgrade.
- */
-export async function keyShareSpace(trx: Transaction<DB>, accountId: string, spaceId: string): Promise<SpaceRow | undefined> {
-  return trx.selectFrom('session_spaces').selectAll().where('account_id', '=', accountId).where('space_id', '=', spaceId).forKeyShare().executeTakeFirst();
-}
 
 /** The session unless it is missing or expired, with the user's and the space's scoped state. */
 export async function findLiveSessionWithScopes(
@@ -48,16 +32,6 @@ export async function readEventRange(db: Executor, key: SessionKey, fromSeq: num
     .where('seq', '<=', toSeq)
     .orderBy('seq')
     .execute();
-}
-
-/** Inserts the session unless the key is taken (then answers undefined, as create does). */
-export async function insertSessionIfAbsent(trx: Transaction<DB>, row: NewSessionRow): Promise<SessionRow | undefined> {
-  return trx
-    .insertInto('sessions')
-    .values(row)
-    .onConflict((oc) => oc.columns(['account_id', 'space_id', 'user_id', 'session_id']).doNothing())
-    .returningAll()
-    .executeTakeFirst();
 }
 
 export async function insertEventRows(trx: Transaction<DB>, rows: Insertable<EventsTable>[]): Promise<void> {

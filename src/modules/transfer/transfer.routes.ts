@@ -1,11 +1,11 @@
-// Export and import of a session (SPEC 4.9), as JSON or YAML.
+// Export and import of a session (docs/design.md §4.9), as JSON or YAML.
 import { Readable } from 'node:stream';
 import { AppError } from '../../errors.js';
 import { unsupportedCharset } from '../../http/request-text.js';
-import { errorResponses } from '../../http/schemas.js';
+import { SessionPath, SpacePath, errorResponses } from '../../http/schemas.js';
 import type { AppDeps, ZodApp } from '../../http/zod-app.js';
 import { CONTENT_TYPES, YAML_MEDIA_TYPES, chooseExportFormat, exportText, parseYamlDocument } from './transfer.format.js';
-import { ExportDocument, type ExportDocumentValue, ExportParams, ExportQuery, IMPORT_BODY_BYTES, ImportParams, ImportResponse, MAX_TRANSFER_EVENTS, importSchemas } from './transfer.schemas.js';
+import { ExportDocument, type ExportDocumentValue, ExportQuery, IMPORT_BODY_BYTES, ImportResponse, MAX_TRANSFER_EVENTS, importSchemas } from './transfer.schemas.js';
 import { maySeeSessionContents, writtenSessionAnswer } from '../sessions/session-disclosure.js';
 import { importSession, openExport } from './transfer.service.js';
 
@@ -24,7 +24,7 @@ export async function transferRoutes(app: ZodApp, { db, limits }: AppDeps): Prom
           'timestamps, revision, state, the user: and app: keys it sees (scopedState), memo and window. JSON by default; YAML with ' +
           '`Accept: application/yaml` (or text/yaml) or `?format=yaml`; `?format=json` forces JSON. Any other Accept answers JSON. ' +
           'The events are streamed in seq order, so a long history does not have to fit in memory.',
-        params: ExportParams,
+        params: SessionPath,
         querystring: ExportQuery,
         response: {
           200: ExportDocument.describe('The export document, as JSON or YAML.'),
@@ -73,7 +73,7 @@ export async function transferRoutes(app: ZodApp, { db, limits }: AppDeps): Prom
             'sessionId answers 409 (an expired one is replaced). scopedState.user and scopedState.app are merged into the user\'s and the ' +
             'space\'s state: the document\'s top-level keys replace stored ones, other stored keys stay. A later append that resends an ' +
             'imported eventId is a replay only if it sends the event exactly as exported (without seq and createTime).',
-          params: ImportParams,
+          params: SpacePath,
           body: ImportBody,
           response: {
             201: ImportResponse,

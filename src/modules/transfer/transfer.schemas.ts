@@ -1,4 +1,4 @@
-// The export document (SPEC 4.9) and the rules an import checks before it writes anything. Limits
+// The export document (docs/design.md §4.9) and the rules an import checks before it writes anything. Limits
 // are configurable, so the import schema is built per application. Every rule is a zod issue with
 // a path, so a bad document answers 400 naming the field, e.g. `events[3].seq`.
 import { z } from 'zod';
@@ -63,8 +63,6 @@ export const ExportQuery = z.strictObject({
   format: z.enum(['json', 'yaml']).optional().describe('Overrides the Accept header: json or yaml.'),
 });
 
-export const ExportParams = z.object({ spaceId: SpaceId, userId: Identifier, sessionId: Identifier });
-export const ImportParams = z.object({ spaceId: SpaceId });
 
 const ImportedEvent = EventInput.extend({
   seq: z.number().int().min(1),

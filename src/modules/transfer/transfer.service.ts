@@ -1,4 +1,4 @@
-// Export and import of one session with its whole history (SPEC 4.9).
+// Export and import of one session with its whole history (docs/design.md §4.9).
 //
 // Export needs no long transaction for a consistent document: events are append-only with gap-free
 // seq, so once the session row says eventCount = N, events 1..N never change while it lives. The
@@ -18,18 +18,17 @@ import { type EventView, toEventView } from '../events/event.model.js';
 import { type SessionView, toSessionView } from '../sessions/session.model.js';
 import { APP_PREFIX, USER_PREFIX } from '../state/scoped-state.js';
 import { type ExportedSessionValue, type ImportBodyValue, type ImportedEventValue, EXPORT_FORMAT } from './transfer.schemas.js';
+import type { SessionKey } from '../../db/keys.js';
 import {
-  type SessionKey,
   findLiveSessionWithScopes,
-  findSpace,
   insertEventRows,
-  insertSessionIfAbsent,
-  keyShareSpace,
   mergeSpaceState,
   mergeUserState,
   readEventRange,
 } from './transfer.repository.js';
-import { deleteSessionRow, ensureSpaceUser, lockSession } from '../sessions/sessions.repository.js';
+import { sessionNotFound } from '../sessions/session-not-found.js';
+import { deleteSessionRow, ensureSpaceUser, insertSessionIfAbsent, lockSession } from '../sessions/sessions.repository.js';
+import { findSpaceOrThrow } from '../spaces/space-lookup.js';
 
 /** Events read per query while exporting. */
 const EXPORT_CHUNK = 1000;
@@ -47,7 +46,7 @@ const keysWithPrefix = (state: JsonObject, prefix: string): JsonObject => Object
 /** 404 before anything is streamed when the session (or its space) is missing or expired. */
 export async function openExport(db: Database, key: SessionKey): Promise<SessionExport> {
   const found = await findLiveSessionWithScopes(db, key);
-  if (!found) throw await notFound(db, key);
+  if (!found) throw await sessionNotFound(db, key);
   const { session: row, userState, appState } = found;
   const session: ExportedSessionValue = {
     spaceId: row.space_id,
@@ -92,8 +91,10 @@ export async function importSession(db: Database, limits: Limits, target: { acco
 
   return db.transaction().execute(async (trx) => {
     // Lock order as in appends (session, then user, then space state), so the two cannot deadlock.
-    const space = await keyShareSpace(trx, target.accountId, target.spaceId);
-    if (!space) throw spaceNotFound(target.spaceId);
+    // FOR KEY SHARE keeps the space from being deleted until the import commits, yet lets other
+    // transactions (and this one) update its state: a plain UPDATE takes FOR NO KEY UPDATE, which
+    // does not conflict with it, so concurrent imports into one space cannot deadlock on a lock upgrade.
+    const space = await findSpaceOrThrow(trx, target.accountId, target.spaceId, 'key-share');
     await ensureSpaceUser(trx, key);
     let addedSessions = 1;
     const existing = await lockSession(trx, key);
@@ -176,14 +177,6 @@ function assertStateSize(limits: Limits, state: JsonObject, owner: 'user' | 'spa
   });
 }
 
-async function notFound(db: Database, key: SessionKey): Promise<AppError> {
-  if (!(await findSpace(db, key.accountId, key.spaceId))) return spaceNotFound(key.spaceId);
-  return new AppError('ResourceNotFound.Session', `Session ${key.sessionId} of user ${key.userId} was not found.`);
-}
-
-function spaceNotFound(spaceId: string): AppError {
-  return new AppError('ResourceNotFound.SessionSpace', `Session space ${spaceId} was not found.`);
-}
 
 function sessionExists(key: SessionKey): AppError {
   return new AppError('ResourceInUse.SessionExists', `Session ${key.sessionId} of user ${key.userId} already exists in space ${key.spaceId}. Nothing was imported.`);

@@ -1,9 +1,8 @@
 // Queries on the business users of a space (space_users), scoped by account and space.
-import { type ExpressionBuilder, type Transaction, sql } from 'kysely';
-import type { Database } from '../../db/connect.js';
+import { type ExpressionBuilder, sql } from 'kysely';
+import type { Executor } from '../../db/connect.js';
 import type { DB, JsonObject } from '../../db/schema.js';
-
-type Executor = Database | Transaction<DB>;
+import { SESSION_NOT_EXPIRED } from '../../db/sql-fragments.js';
 
 export interface SpaceUserRow {
   user_id: string;
@@ -38,7 +37,7 @@ export async function listSpaceUsers(db: Executor, accountId: string, spaceId: s
         .whereRef('sessions.account_id', '=', 'space_users.account_id')
         .whereRef('sessions.space_id', '=', 'space_users.space_id')
         .whereRef('sessions.user_id', '=', 'space_users.user_id')
-        .where((inner) => inner.or([inner('sessions.expire_time', 'is', null), inner('sessions.expire_time', '>', sql<Date>`now()`)]))
+        .where(SESSION_NOT_EXPIRED)
         .orderBy('sessions.update_time', 'desc')
         .limit(1)
         .as('last_activity_time'),

@@ -1,7 +1,7 @@
 // /v1/spaces/{spaceId}/users: the business users of a space.
-import { errorResponses } from '../../http/schemas.js';
+import { SpacePath, UserPath, errorResponses } from '../../http/schemas.js';
 import type { AppDeps, ZodApp } from '../../http/zod-app.js';
-import { ListSpaceUsersQuery, ListSpaceUsersResponse, SpaceUsersPath, UserState, UserStatePath } from './users.schemas.js';
+import { ListSpaceUsersQuery, ListSpaceUsersResponse, UserState } from './users.schemas.js';
 import { describeUserState, listSpaceUsersPage } from './users.service.js';
 
 export async function usersRoutes(app: ZodApp, { db, pageTokens }: AppDeps): Promise<void> {
@@ -15,7 +15,7 @@ export async function usersRoutes(app: ZodApp, { db, pageTokens }: AppDeps): Pro
         description:
           'Users that have a session or user-scoped state in the space, ordered by userId, with their session count and last activity. ' +
           'Users are the application\'s own ids, not accounts or permissions.',
-        params: SpaceUsersPath,
+        params: SpacePath,
         querystring: ListSpaceUsersQuery,
         response: {
           200: ListSpaceUsersResponse,
@@ -37,7 +37,7 @@ export async function usersRoutes(app: ZodApp, { db, pageTokens }: AppDeps): Pro
           'The user-scoped state of the user in the space: the `user:*` keys written by the stateDelta of any of its sessions ' +
           '(or by their initial state), shared by all of them. A user that does not exist in the space (no session and no user state) ' +
           'answers 200 with an empty state, not 404: the state of a user nobody wrote to is empty.',
-        params: UserStatePath,
+        params: UserPath,
         response: {
           200: UserState,
           ...errorResponses('UnauthorizedOperation', 'ResourceNotFound.SessionSpace'),

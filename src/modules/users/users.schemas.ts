@@ -1,6 +1,6 @@
 // Schemas of the business users of a space.
 import { z } from 'zod';
-import { Identifier, IncludeTotal, JsonObject, PageToken, SpaceId, Timestamp, pageSize } from '../../http/schemas.js';
+import { Identifier, IncludeTotal, JsonObject, PageToken, Timestamp, pageSize } from '../../http/schemas.js';
 
 export const SpaceUser = z
   .object({
@@ -12,7 +12,6 @@ export const SpaceUser = z
 
 export type SpaceUserView = z.infer<typeof SpaceUser>;
 
-export const SpaceUsersPath = z.object({ spaceId: SpaceId });
 
 export const ListSpaceUsersQuery = z.strictObject({
   pageSize: pageSize(20, 100),
@@ -21,7 +20,6 @@ export const ListSpaceUsersQuery = z.strictObject({
 });
 export type ListSpaceUsersInput = z.infer<typeof ListSpaceUsersQuery>;
 
-export const UserStatePath = z.object({ spaceId: SpaceId, userId: Identifier });
 
 export const UserState = z
   .object({

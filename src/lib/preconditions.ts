@@ -1,12 +1,13 @@
-// If-Match handling (SPEC 4.4): the ETag of a session is its revision, `"<revision>"`.
+// If-Match handling (docs/design.md §4.4): the ETag of a session is its revision, `"<revision>"`.
 import { AppError, invalidParameter } from '../errors.js';
 
-export type RevisionPrecondition = number | '*' | undefined;
+/** A parsed If-Match: the revisions it names, `*` (the resource must exist), or no header. */
+export type IfMatch = number[] | '*' | undefined;
 
 export const etagOf = (revision: number): string => `"${revision}"`;
 
 /** Accepts `"7"`, `W/"7"`, `7` or `*`. A list of several tags is accepted if every one parses. */
-export function parseIfMatch(header: string | string[] | undefined): number[] | '*' | undefined {
+export function parseIfMatch(header: string | string[] | undefined): IfMatch {
   if (header === undefined) return undefined;
   const text = Array.isArray(header) ? header.join(',') : header;
   if (text.trim() === '*') return '*';
@@ -19,7 +20,7 @@ export function parseIfMatch(header: string | string[] | undefined): number[] | 
 }
 
 /** Throws 412 with the current revision when the caller's If-Match does not name it. */
-export function assertIfMatch(ifMatch: number[] | '*' | undefined, currentRevision: number): void {
+export function assertIfMatch(ifMatch: IfMatch, currentRevision: number): void {
   if (ifMatch === undefined || ifMatch === '*' || ifMatch.includes(currentRevision)) return;
   throw preconditionFailed(currentRevision);
 }

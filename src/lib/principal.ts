@@ -1,4 +1,4 @@
-import type { PolicyStatementValue } from '../iam/policy.js';
+import type { PolicyStatementValue } from './policy.js';
 
 /** Who is calling: an account's root or one of its sub-accounts, identified by the credential used. */
 export interface Principal {

@@ -1,4 +1,4 @@
-// Policies of sub-accounts (SPEC §2): statements of { effect, actions, resources }. Default deny;
+// Policies of sub-accounts (docs/design.md §2): statements of { effect, actions, resources }. Default deny;
 // any matching deny wins; else any matching allow allows. Pure: no I/O.
 import { z } from 'zod';
 
