@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_LIMITS } from '../../src/config.js';
 import type { EventRow } from '../../src/db/schema.js';
-import { AppError } from '../../src/errors.js';
 import { canonicalJson, sha256 } from '../../src/lib/canonical-json.js';
 import { eventDocument, planReplays, prepareAppend, writtenEventRow } from '../../src/modules/events/append-plan.js';
+import { thrownAppError } from '../support/app-error.js';
 
 const limits = { ...DEFAULT_LIMITS, stateDeltaBytes: 100, stateDeltaDepth: 3, eventBytes: 2048 };
 
@@ -15,15 +15,7 @@ function storedRow(eventId: string, payload: unknown, seq: number): EventRow {
   };
 }
 
-function errorOf(run: () => unknown): AppError {
-  try {
-    run();
-  } catch (error) {
-    if (error instanceof AppError) return error;
-    throw error;
-  }
-  throw new Error('expected an AppError');
-}
+const errorOf = thrownAppError;
 
 describe('prepareAppend', () => {
   it('gives every event an id, keeps the given ones, and hashes the event as sent, key order aside', () => {

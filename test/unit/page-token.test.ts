@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { createHash, createHmac } from 'node:crypto';
-import { AppError } from '../../src/errors.js';
 import { canonicalJson } from '../../src/lib/canonical-json.js';
 import { PageTokens } from '../../src/lib/page-token.js';
+import { thrownAppError } from '../support/app-error.js';
 
 const KEY = Buffer.alloc(32, 1);
 const tokens = new PageTokens(KEY);
@@ -14,15 +14,7 @@ const decodePageToken = (token: string, q: Record<string, unknown> & { accountId
 const query = { accountId: 'acct-1', spaceId: 'space-1', orderBy: 'updateTime', order: 'desc', titleLike: 'trip', metadata: ['env=prod'] };
 const position = ['2026-11-29T21:34:32.123Z', 'alice', 'session-7'];
 
-function pageTokenError(run: () => unknown): AppError {
-  try {
-    run();
-  } catch (error) {
-    if (error instanceof AppError) return error;
-    throw error;
-  }
-  throw new Error('expected the token to be rejected');
-}
+const pageTokenError = thrownAppError;
 
 describe('page tokens', () => {
   it('round-trips the position for the same query', () => {

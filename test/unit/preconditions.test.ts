@@ -1,16 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { AppError } from '../../src/errors.js';
 import { assertIfMatch, etagOf, parseIfMatch } from '../../src/lib/preconditions.js';
+import { thrownAppError } from '../support/app-error.js';
 
-function thrown(run: () => unknown): AppError {
-  try {
-    run();
-  } catch (error) {
-    if (error instanceof AppError) return error;
-    throw error;
-  }
-  throw new Error('expected an AppError');
-}
+const thrown = thrownAppError;
 
 describe('If-Match', () => {
   it('writes the ETag of a revision as a quoted number', () => {
