@@ -4,7 +4,7 @@
 // Each case is read N times, sequentially, from the real server (a child process running
 // src/server.ts) over one kept-alive HTTP connection, and in the same rounds (interleaved, so all
 // meet the same moments of a noisy machine) through `pg` on one connection:
-//   - raw: the least SQL that reads the same rows (describe: the session row by primary key;
+//   - raw: the least SQL that reads the same rows (describe: the session row by primary key, and in a second case with its user's and space's rows;
 //     context: that and the newest 50 events, ORDER BY seq DESC LIMIT 50), no authentication.
 //     This is the baseline of issue 9: service p50 ÷ raw p50 should stay ≤ 2, flat across sizes;
 //   - replay: the very statements the service issued for the case (recorded from Kysely in an
@@ -100,6 +100,12 @@ const FILL_EVENTS = `
  * the session key changes in a migration, these change with it.
  */
 const RAW_SESSION = 'SELECT * FROM sessions WHERE account_id = $1 AND space_id = $2 AND user_id = $3 AND session_id = $4';
+// The rows a describe answer is built from: the session, and its user's and space's state rows
+// (the merged state shows their user: and app: keys), each by primary key.
+const RAW_SESSION_WITH_SHARED_STATE =
+  'SELECT s.*, u.state AS user_state, a.state AS app_state FROM sessions s, space_users u, session_spaces a ' +
+  'WHERE s.account_id = $1 AND s.space_id = $2 AND s.user_id = $3 AND s.session_id = $4 ' +
+  'AND u.account_id = $1 AND u.space_id = $2 AND u.user_id = $3 AND a.account_id = $1 AND a.space_id = $2';
 const RAW_NEWEST_EVENTS = 'SELECT * FROM events WHERE account_id = $1 AND space_id = $2 AND user_id = $3 AND session_id = $4 ORDER BY seq DESC LIMIT $5';
 
 interface Case {
@@ -196,6 +202,13 @@ async function main(): Promise<void> {
         url: `/v1/spaces/${bigSpace}/users/user-1/sessions/sess-1`,
         check: (body) => void (body.sessionId === 'sess-1' || fail('describe', body)),
         raw: async (db) => void (await db.query(RAW_SESSION, key)),
+      });
+      cases.push({
+        group: 'describe session (raw: + user and space rows)',
+        size: `${bigCount} sessions`,
+        url: `/v1/spaces/${bigSpace}/users/user-1/sessions/sess-1`,
+        check: (body) => void (body.sessionId === 'sess-1' || fail('describe', body)),
+        raw: async (db) => void (await db.query(RAW_SESSION_WITH_SHARED_STATE, key)),
       });
     }
     if (selected('sessions')) {
