@@ -101,12 +101,15 @@ export async function buildApp({ db, limits, credentialMasterKey, pageTokenKey, 
           'Every /v1 request authenticates with `Authorization: Bearer <secretId>.<secretKey>`. ' +
           'Isolation between business users inside a space is the application\'s job: permissions are per space.',
       },
+      // A fixed example server keeps the generated document the same on every machine.
+      servers: [{ url: 'http://localhost:8080', description: 'A local instance (`npm start`, docker compose); replace with your deployment.' }],
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: '<secretId>.<secretKey>' } } },
       security: [{ bearer: [] }],
       tags: [
         { name: 'spaces', description: 'Session spaces' },
         { name: 'sessions', description: 'Sessions of business users' },
         { name: 'events', description: 'Append-only event history' },
+        { name: 'context', description: 'The context of the next agent turn: recent events within a budget, state and memo' },
         { name: 'iam', description: 'Sub-accounts, their policies, and credentials' },
         { name: 'health', description: 'Liveness, readiness and Prometheus metrics' },
       ],
