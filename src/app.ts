@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
-import { jsonSchemaTransform, jsonSchemaTransformObject, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
+import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import type { Limits } from './config.js';
 import type { Database } from './db/connect.js';
 import { registerAuthentication } from './http/auth.js';
@@ -13,6 +13,7 @@ import { registerBodyNestingLimit } from './http/body-nesting.js';
 import { clientErrorHandler, registerShutdownRefusal } from './http/connection-errors.js';
 import { registerErrorHandling, renderFrameworkError } from './http/error-handler.js';
 import { metricsRoutes, registerMetrics } from './http/metrics.js';
+import { openapiTransformObject } from './http/openapi-document.js';
 import { registerRateLimit } from './http/rate-limit.js';
 import { registerRequestTextRules } from './http/request-text.js';
 import type { AppDeps, ZodApp } from './http/zod-app.js';
@@ -101,18 +102,21 @@ export async function buildApp({ db, limits, credentialMasterKey, pageTokenKey, 
           'Every /v1 request authenticates with `Authorization: Bearer <secretId>.<secretKey>`. ' +
           'Isolation between business users inside a space is the application\'s job: permissions are per space.',
       },
+      // A fixed example server keeps the generated document the same on every machine.
+      servers: [{ url: 'http://localhost:8080', description: 'A local instance (`npm start`, docker compose); replace with your deployment.' }],
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: '<secretId>.<secretKey>' } } },
       security: [{ bearer: [] }],
       tags: [
         { name: 'spaces', description: 'Session spaces' },
         { name: 'sessions', description: 'Sessions of business users' },
         { name: 'events', description: 'Append-only event history' },
+        { name: 'context', description: 'The context of the next agent turn: recent events within a budget, state and memo' },
         { name: 'iam', description: 'Sub-accounts, their policies, and credentials' },
         { name: 'health', description: 'Liveness, readiness and Prometheus metrics' },
       ],
     },
     transform: jsonSchemaTransform,
-    transformObject: jsonSchemaTransformObject,
+    transformObject: openapiTransformObject,
   });
   await app.register(swaggerUi, { routePrefix: '/docs' });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());

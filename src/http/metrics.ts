@@ -44,6 +44,7 @@ export async function metricsRoutes(app: ZodApp, metrics: AppMetrics, token: str
         tags: ['health'],
         security: [],
         summary: 'Prometheus metrics',
+        operationId: 'getMetrics',
         description:
           'Prometheus text exposition format 0.0.4: request counts and latency histograms by route template and status, ' +
           'database pool connections (open, idle, in use, waiting), appends, replays and state sizes, and the process ' +

@@ -48,7 +48,24 @@ export const SessionPath = z.object({ spaceId: SpaceId, userId: Identifier, sess
 export const ifMatchHeaders = (description: string) => z.looseObject({ 'if-match': z.string().optional().describe(description) });
 export const IfMatchHeaders = ifMatchHeaders('ETag ("<revision>") the session must still have; otherwise 412 and nothing changes.');
 
-export const JsonObject = z.record(z.string(), z.json()).describe('A JSON object.');
+/** Any JSON value, as the database's jsonb columns hold it. */
+export type JsonValueType = null | boolean | number | string | JsonValueType[] | { [key: string]: JsonValueType };
+
+// One named, recursive JSON value instead of z.json(): z.json() is an unnamed recursive schema, so
+// every document that used it got its own anonymous copy (`schema0`, `schema1`, … under
+// `components.schemas.__shared.$defs`, referenced from routes by refs that resolve nowhere). With an
+// id the cycle closes on `#/components/schemas/JsonValue`, and generators get one named type.
+// The array branch validates its items as JSON values, but the document leaves them open (`{}`, which
+// every item of a parsed JSON body satisfies anyway): a generator writes `JsonValue: … | JsonValue[]`
+// as a property of its `components` type, and TypeScript rejects that self-reference (TS2502,
+// openapi-ts/openapi-typescript#1603). Through the object branch the recursion is accepted.
+export const JsonValue: z.ZodType<JsonValueType> = z
+  .lazy(() =>
+    z.union([z.string(), z.number(), z.boolean(), z.null(), z.array(JsonValue).meta({ items: { description: 'Any JSON value.' } }), z.record(z.string(), JsonValue)]),
+  )
+  .meta({ id: 'JsonValue', description: 'Any JSON value.' });
+
+export const JsonObject = z.record(z.string(), JsonValue).meta({ id: 'JsonObject', description: 'A JSON object.' });
 
 /** `includeTotal=true` asks for `totalCount`, which costs a COUNT over the filtered set. */
 export const IncludeTotal = z

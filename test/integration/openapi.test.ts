@@ -2,16 +2,22 @@
 // its authentication and its errors.
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { refResolver } from '../support/arbitraries.js';
 
 interface Operation {
   summary?: string;
+  operationId?: string;
+  tags?: string[];
   security?: unknown[];
-  responses: Record<string, { content?: Record<string, { schema?: { $ref?: string } }> }>;
+  responses: Record<string, { content?: Record<string, { schema?: { $ref?: string } }>; headers?: Record<string, { $ref?: string }> }>;
 }
 const document = JSON.parse(readFileSync(new URL('../../openapi/openapi.json', import.meta.url), 'utf8')) as {
   openapi: string;
   security: unknown[];
   paths: Record<string, Record<string, Operation>>;
+  tags: { name: string }[];
+  servers?: { url: string }[];
+  components: { schemas: Record<string, unknown> };
 };
 const operations = Object.entries(document.paths).flatMap(([path, methods]) =>
   Object.entries(methods).map(([method, operation]) => ({ name: `${method.toUpperCase()} ${path}`, path, operation })),
@@ -71,6 +77,35 @@ describe('the OpenAPI document', () => {
     for (const status of statuses.filter((s) => Number(s) >= 400)) {
       expect(operation.responses[status]!.content!['application/json']!.schema!.$ref).toBe('#/components/schemas/Error');
     }
+  });
+
+  it('names every operation with a unique camelCase operationId and a declared tag', () => {
+    const ids = operations.map((op) => op.operation.operationId);
+    for (const id of ids) expect(id).toMatch(/^[a-z][a-zA-Z]+$/);
+    expect(new Set(ids).size).toBe(ids.length);
+    const declared = document.tags.map((tag) => tag.name);
+    for (const op of operations) expect(op.operation.tags?.length ? op.operation.tags.every((tag) => declared.includes(tag)) : false, op.name).toBe(true);
+    expect(document.servers?.length).toBeGreaterThan(0);
+  });
+
+  it('has a target for every $ref, and one named JSON value instead of anonymous shared definitions', () => {
+    const resolve = refResolver(document);
+    const refs = [...JSON.stringify(document).matchAll(/"\$ref":"([^"]+)"/g)].map((match) => match[1]!);
+    expect(refs.length).toBeGreaterThan(0);
+    expect([...new Set(refs)].filter((ref) => !ref.startsWith('#/') || resolve(ref) === undefined)).toEqual([]);
+    expect(Object.keys(document.components.schemas)).toEqual(expect.arrayContaining(['JsonValue', 'JsonObject']));
+    expect(Object.keys(document.components.schemas)).not.toContain('__shared');
+  });
+
+  it('declares the response headers: X-Request-Id always, ETag on session writes and reads, Retry-After and the rate limit', () => {
+    const headersOf = (id: string, status: string) => Object.keys(operations.find((op) => op.operation.operationId === id)!.operation.responses[status]!.headers ?? {});
+    for (const op of operations) for (const response of Object.values(op.operation.responses)) expect(Object.keys(response.headers ?? {})).toContain('X-Request-Id');
+    for (const [id, status] of [['appendEvents', '201'], ['createSession', '201'], ['describeSession', '200'], ['modifySession', '200'], ['getContext', '200'], ['putContext', '200']] as const) {
+      expect(headersOf(id, status), id).toContain('ETag');
+    }
+    expect(headersOf('listSessionSpaces', '200')).not.toContain('ETag');
+    expect(headersOf('listSessionSpaces', '429')).toEqual(expect.arrayContaining(['Retry-After', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset']));
+    expect(headersOf('getReadiness', '503')).toContain('Retry-After');
   });
 
   it('leaves health checks unauthenticated', () => {

@@ -188,22 +188,16 @@ export const emptyBody: fc.Arbitrary<RawBody> = fc
 
 export type JsonSchema = { [keyword: string]: unknown };
 
-/** Resolves `$ref`s of the OpenAPI document, including the `…#/$defs/…` form zod emits. */
+/** Resolves the `#/…` JSON pointers of the OpenAPI document's `$ref`s. */
 export type RefResolver = (ref: string) => JsonSchema | undefined;
 
 export function refResolver(document: unknown): RefResolver {
   return (ref) => {
     let node: unknown = document;
-    for (const pointer of ref.split('#').slice(1)) {
-      for (const segment of pointer.split('/').filter(Boolean)) {
-        node = (node as Record<string, unknown> | undefined)?.[decodeURIComponent(segment.replace(/~1/g, '/').replace(/~0/g, '~'))];
-      }
+    for (const segment of ref.replace(/^#/, '').split('/').filter(Boolean)) {
+      node = (node as Record<string, unknown> | undefined)?.[decodeURIComponent(segment.replace(/~1/g, '/').replace(/~0/g, '~'))];
     }
-    if (node && typeof node === 'object') return node as JsonSchema;
-    // zod names its shared definitions schemaN; they live under components.schemas.__shared.$defs.
-    const name = ref.split('/').at(-1)!;
-    const shared = (document as { components?: { schemas?: { __shared?: { $defs?: Record<string, JsonSchema> } } } }).components?.schemas?.__shared?.$defs?.[name];
-    return shared;
+    return node && typeof node === 'object' ? (node as JsonSchema) : undefined;
   };
 }
 

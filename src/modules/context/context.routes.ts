@@ -19,6 +19,7 @@ export async function contextRoutes(app: ZodApp, { db }: AppDeps): Promise<void>
       schema: {
         tags: ['context'],
         summary: "Read a session's context for the next turn",
+        operationId: 'getContext',
         description:
           'The session (merged state), its memo and the newest events from windowStartSeq on, oldest first, chosen from the newest ' +
           'backwards while their JSON stays within maxChars and their number within maxEvents. A function call and its response are ' +
@@ -42,6 +43,7 @@ export async function contextRoutes(app: ZodApp, { db }: AppDeps): Promise<void>
       schema: {
         tags: ['context'],
         summary: "Store the session's window start and memo",
+        operationId: 'putContext',
         description:
           'Give windowStartSeq (1 to eventCount + 1), memo (any JSON up to 64 KiB; null clears it), or both. Increments the revision; ' +
           'answers the session. `If-Match` makes it conditional.',

@@ -1,5 +1,6 @@
 // Request and response schemas of the context routes (docs/design.md §4.7).
 import { z } from 'zod';
+import { JsonValue } from '../../http/schemas.js';
 import { Event } from '../events/event.model.js';
 import { Session } from '../sessions/session.model.js';
 
@@ -32,7 +33,7 @@ export const PutContextBody = z.strictObject({
     .min(1)
     .optional()
     .describe('First seq the context window may show; at most eventCount + 1 (an empty window until the next event).'),
-  memo: z.json().optional().describe('The application\'s memo (any JSON, at most 64 KiB serialized); null clears it.'),
+  memo: JsonValue.optional().describe('The application\'s memo (any JSON, at most 64 KiB serialized); null clears it.'),
 });
 
 export type PutContextInput = z.infer<typeof PutContextBody>;
@@ -49,7 +50,7 @@ export const ContextWindowInfo = z.object({
 
 export const SessionContext = z.object({
   session: Session,
-  memo: z.json().nullable().describe('The application\'s memo, as last written by PUT …/context or PATCH.'),
+  memo: JsonValue.nullable().describe('The application\'s memo, as last written by PUT …/context or PATCH.'),
   events: z.array(ContextEvent).describe('Oldest first.'),
   window: ContextWindowInfo,
 });

@@ -31,6 +31,7 @@ export async function eventsRoutes(app: ZodApp, { db, limits, metrics, pageToken
       schema: {
         tags: ['events'],
         summary: 'Append one event or an atomic batch',
+        operationId: 'appendEvents',
         description:
           'Assigns gap-free `seq` numbers, applies each `stateDelta` in order and bumps the session\'s eventCount, revision and ' +
           'updateTime, all in one transaction. An `eventId` already stored with the same payload is a replay: the stored event is ' +
@@ -76,6 +77,7 @@ export async function eventsRoutes(app: ZodApp, { db, limits, metrics, pageToken
       schema: {
         tags: ['events'],
         summary: 'List a session\'s events',
+        operationId: 'listEvents',
         description: 'Ordered by seq (keyset paging). Filters combine with AND; time filters apply to the event timestamp.',
         params: SessionPath,
         querystring: ListEventsQuery,
@@ -95,6 +97,7 @@ export async function eventsRoutes(app: ZodApp, { db, limits, metrics, pageToken
       schema: {
         tags: ['events'],
         summary: 'Describe one event',
+        operationId: 'describeEvent',
         params: EventPath,
         response: {
           200: Event,

@@ -9,7 +9,7 @@ const READINESS_TIMEOUT_MS = 2_000;
 export async function healthRoutes(app: ZodApp, { db }: AppDeps): Promise<void> {
   app.get(
     '/healthz',
-    { schema: { tags: ['health'], security: [], summary: 'Liveness: the process is up', response: { 200: z.object({ status: z.literal('ok') }) } } },
+    { schema: { tags: ['health'], security: [], summary: 'Liveness: the process is up', operationId: 'getLiveness', response: { 200: z.object({ status: z.literal('ok') }) } } },
     async () => ({ status: 'ok' as const }),
   );
 
@@ -20,6 +20,7 @@ export async function healthRoutes(app: ZodApp, { db }: AppDeps): Promise<void> 
         tags: ['health'],
         security: [],
         summary: 'Readiness: the database answers',
+        operationId: 'getReadiness',
         response: { 200: z.object({ status: z.literal('ready') }), 503: ErrorBody },
       },
     },

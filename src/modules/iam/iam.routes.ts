@@ -51,6 +51,7 @@ export async function iamRoutes(app: ZodApp, { db, credentialMasterKey, credenti
       schema: {
         tags,
         summary: 'Create a sub-account',
+        operationId: 'createSubAccount',
         description: 'A new sub-account may do nothing until a policy is put and a credential is created for it.',
         body: CreateSubAccountBody,
         response: { 201: SubAccount, ...errorResponses('UnauthorizedOperation', ...BODY_ERRORS) },
@@ -66,6 +67,7 @@ export async function iamRoutes(app: ZodApp, { db, credentialMasterKey, credenti
       schema: {
         tags,
         summary: 'List sub-accounts',
+        operationId: 'listSubAccounts',
         description: 'Oldest first, with keyset paging.',
         querystring: ListSubAccountsQuery,
         response: { 200: ListSubAccountsResponse, ...errorResponses('InvalidParameter.PageToken', 'UnauthorizedOperation') },
@@ -81,6 +83,7 @@ export async function iamRoutes(app: ZodApp, { db, credentialMasterKey, credenti
       schema: {
         tags,
         summary: 'Describe a sub-account',
+        operationId: 'describeSubAccount',
         params: SubAccountPath,
         response: { 200: SubAccount, ...errorResponses('UnauthorizedOperation', 'ResourceNotFound.SubAccount') },
       },
@@ -95,6 +98,7 @@ export async function iamRoutes(app: ZodApp, { db, credentialMasterKey, credenti
       schema: {
         tags,
         summary: 'Delete a sub-account',
+        operationId: 'deleteSubAccount',
         description: 'Its credentials stop working at once and its policy is deleted with it.',
         params: SubAccountPath,
         response: { 204: deleted, ...errorResponses('UnauthorizedOperation', 'ResourceNotFound.SubAccount') },
@@ -113,6 +117,7 @@ export async function iamRoutes(app: ZodApp, { db, credentialMasterKey, credenti
       schema: {
         tags,
         summary: "Replace a sub-account's policy",
+        operationId: 'putSubAccountPolicy',
         description:
           'Default deny; any matching deny wins; else any matching allow allows. Takes effect with the next request. ' +
           'Unknown action names, malformed resources and an empty statement list are 400, naming the field (e.g. statements[0].actions[1]).',
@@ -131,6 +136,7 @@ export async function iamRoutes(app: ZodApp, { db, credentialMasterKey, credenti
       schema: {
         tags,
         summary: "Get a sub-account's policy",
+        operationId: 'getSubAccountPolicy',
         description: 'A sub-account whose policy was never put answers `{ "statements": [] }` (no updateTime): it may do nothing.',
         params: SubAccountPath,
         response: { 200: SubAccountPolicy, ...errorResponses('UnauthorizedOperation', 'ResourceNotFound.SubAccount') },
@@ -146,6 +152,7 @@ export async function iamRoutes(app: ZodApp, { db, credentialMasterKey, credenti
       schema: {
         tags,
         summary: 'Create a credential for a sub-account',
+        operationId: 'createSubAccountCredential',
         description: 'The secretKey and token are shown in this response only; store them now.',
         params: SubAccountPath,
         response: { 201: IssuedCredential, ...errorResponses('UnauthorizedOperation', 'ResourceNotFound.SubAccount') },
@@ -162,6 +169,7 @@ export async function iamRoutes(app: ZodApp, { db, credentialMasterKey, credenti
       schema: {
         tags,
         summary: "List a sub-account's credentials",
+        operationId: 'listSubAccountCredentials',
         description: 'Oldest first. Never any secret.',
         params: SubAccountPath,
         response: { 200: ListCredentialsResponse, ...errorResponses('UnauthorizedOperation', 'ResourceNotFound.SubAccount') },
@@ -177,6 +185,7 @@ export async function iamRoutes(app: ZodApp, { db, credentialMasterKey, credenti
       schema: {
         tags,
         summary: 'Create a root credential',
+        operationId: 'createRootCredential',
         description: 'The secretKey and token are shown in this response only; store them now.',
         response: { 201: IssuedCredential, ...errorResponses('UnauthorizedOperation') },
       },
@@ -191,6 +200,7 @@ export async function iamRoutes(app: ZodApp, { db, credentialMasterKey, credenti
       schema: {
         tags,
         summary: "List the root's credentials",
+        operationId: 'listRootCredentials',
         description: 'Oldest first. Never any secret.',
         response: { 200: ListCredentialsResponse, ...errorResponses('UnauthorizedOperation') },
       },
@@ -205,6 +215,7 @@ export async function iamRoutes(app: ZodApp, { db, credentialMasterKey, credenti
       schema: {
         tags,
         summary: 'Enable or disable a credential',
+        operationId: 'modifyCredential',
         description:
           "Any credential of the account, the root's or a sub-account's. A disabled credential answers 401 at once. " +
           "Disabling the root's last enabled credential is refused (409) so that the account cannot lock itself out.",
@@ -226,6 +237,7 @@ export async function iamRoutes(app: ZodApp, { db, credentialMasterKey, credenti
       schema: {
         tags,
         summary: 'Delete a credential',
+        operationId: 'deleteCredential',
         description: "Any credential of the account. Deleting the root's last enabled credential is refused (409).",
         params: CredentialPath,
         response: { 204: deleted, ...errorResponses('UnauthorizedOperation', 'ResourceNotFound.Credential', 'OperationDenied.LastRootCredential') },

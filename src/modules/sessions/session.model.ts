@@ -1,7 +1,7 @@
 // The session as the API shows it, shared by the sessions and events modules.
 import { z } from 'zod';
 import type { SessionRow } from '../../db/schema.js';
-import { JsonObject, Timestamp } from '../../http/schemas.js';
+import { JsonObject, JsonValue, Timestamp } from '../../http/schemas.js';
 import { mergedStateView } from '../state/scoped-state.js';
 import type { SharedStates } from '../state/shared-state.js';
 
@@ -16,7 +16,7 @@ export const Session = z
       'The merged state view: the session\'s own keys, plus the user\'s `user:*` keys (shared by all sessions of the user in the space) ' +
         'and the space\'s `app:*` keys (shared by every user of the space). All are changed by the stateDelta of events; `temp:*` keys are never stored.',
     ),
-    memo: z.json().nullable(),
+    memo: JsonValue.nullable(),
     windowStartSeq: z.number().int(),
     eventCount: z.number().int(),
     revision: z.number().int().describe('Incremented by every change; the ETag is "<revision>".'),

@@ -32,6 +32,7 @@ export async function sessionsRoutes(app: ZodApp, { db, limits, pageTokens }: Ap
       schema: {
         tags: ['sessions'],
         summary: 'Create a session (idempotent)',
+        operationId: 'createSession',
         description:
           'A new sessionId answers 201. An existing one answers 200 with the session unchanged (the request fields are ignored), ' +
           'or 412 with `If-None-Match: *`. An expired session with that id is replaced. Without a sessionId one is generated. ' +
@@ -64,6 +65,7 @@ export async function sessionsRoutes(app: ZodApp, { db, limits, pageTokens }: Ap
       schema: {
         tags: ['sessions'],
         summary: "List one user's sessions",
+        operationId: 'listSessions',
         description: 'Newest update first by default. Expired sessions are never listed.',
         params: UserPath,
         querystring: schemas.ListUserSessionsQuery,
@@ -83,6 +85,7 @@ export async function sessionsRoutes(app: ZodApp, { db, limits, pageTokens }: Ap
       schema: {
         tags: ['sessions'],
         summary: "List a space's sessions (admin view)",
+        operationId: 'listSpaceSessions',
         description: 'All users\' sessions, optionally only some users or session ids. Expired sessions are never listed.',
         params: SpacePath,
         querystring: schemas.ListSpaceSessionsQuery,
@@ -99,6 +102,7 @@ export async function sessionsRoutes(app: ZodApp, { db, limits, pageTokens }: Ap
       schema: {
         tags: ['sessions'],
         summary: 'Describe a session',
+        operationId: 'describeSession',
         description: 'The `ETag` header carries the revision, for `If-Match` on later changes.',
         params: SessionPath,
         response: { 200: Session, ...errorResponses('ResourceNotFound.SessionSpace', 'ResourceNotFound.Session') },
@@ -117,6 +121,7 @@ export async function sessionsRoutes(app: ZodApp, { db, limits, pageTokens }: Ap
       schema: {
         tags: ['sessions'],
         summary: 'Change title, metadata, memo or expiry',
+        operationId: 'modifySession',
         description: 'Metadata is a merge patch (null removes a key). Every change increments the revision.',
         params: SessionPath,
         headers: IfMatchHeaders,
@@ -142,6 +147,7 @@ export async function sessionsRoutes(app: ZodApp, { db, limits, pageTokens }: Ap
       schema: {
         tags: ['sessions'],
         summary: 'Delete a session and its events',
+        operationId: 'deleteSession',
         params: SessionPath,
         headers: IfMatchHeaders,
         response: {

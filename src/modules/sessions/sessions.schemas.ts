@@ -2,7 +2,7 @@
 // filter counts) come from the running configuration, so the schemas are built per app.
 import { z } from 'zod';
 import type { Limits } from '../../config.js';
-import { Identifier, IncludeTotal, JsonObject, PageToken, TimestampInput, pageSize, repeatable } from '../../http/schemas.js';
+import { Identifier, JsonValue, IncludeTotal, JsonObject, PageToken, TimestampInput, pageSize, repeatable } from '../../http/schemas.js';
 import { Session } from './session.model.js';
 
 /** Upper bound of a TTL (10 years): far beyond any real use, and safe for timestamp arithmetic. */
@@ -35,7 +35,7 @@ export function sessionSchemas(limits: Limits) {
       .record(z.string(), z.string().nullable())
       .optional()
       .describe('A merge patch of the metadata: a string sets the key, null removes it.'),
-    memo: z.json().optional().describe('The application\'s memo (any JSON, at most 64 KiB serialized); null clears it.'),
+    memo: JsonValue.optional().describe('The application\'s memo (any JSON, at most 64 KiB serialized); null clears it.'),
     expireTime: TimestampInput.nullable().optional().describe('New expiry (in the future), or null to never expire. Not with ttlSeconds.'),
     ttlSeconds: TtlSeconds.optional(),
   });

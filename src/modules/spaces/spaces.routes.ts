@@ -13,6 +13,7 @@ export async function spacesRoutes(app: ZodApp, { db, pageTokens }: AppDeps): Pr
       schema: {
         tags: ['spaces'],
         summary: 'Create a session space',
+        operationId: 'createSessionSpace',
         body: CreateSpaceBody,
         response: { 201: SessionSpace, ...errorResponses('UnauthorizedOperation', 'LimitExceeded.RequestSize', 'UnsupportedMediaType') },
       },
@@ -30,6 +31,7 @@ export async function spacesRoutes(app: ZodApp, { db, pageTokens }: AppDeps): Pr
       schema: {
         tags: ['spaces'],
         summary: 'List session spaces',
+        operationId: 'listSessionSpaces',
         description: 'Oldest first (by createTime, then spaceId), with keyset paging. A sub-account sees only the spaces its policy lets it describe.',
         querystring: ListSpacesQuery,
         response: { 200: ListSpacesResponse, ...errorResponses('InvalidParameter.PageToken', 'UnauthorizedOperation') },
@@ -45,6 +47,7 @@ export async function spacesRoutes(app: ZodApp, { db, pageTokens }: AppDeps): Pr
       schema: {
         tags: ['spaces'],
         summary: 'Describe a session space',
+        operationId: 'describeSessionSpace',
         params: SpacePath,
         response: { 200: SessionSpace, ...errorResponses('UnauthorizedOperation', 'ResourceNotFound.SessionSpace') },
       },
@@ -59,6 +62,7 @@ export async function spacesRoutes(app: ZodApp, { db, pageTokens }: AppDeps): Pr
       schema: {
         tags: ['spaces'],
         summary: 'Rename a session space or change its description or default TTL',
+        operationId: 'modifySessionSpace',
         params: SpacePath,
         body: ModifySpaceBody,
         response: {
@@ -77,6 +81,7 @@ export async function spacesRoutes(app: ZodApp, { db, pageTokens }: AppDeps): Pr
       schema: {
         tags: ['spaces'],
         summary: 'Delete an empty session space',
+        operationId: 'deleteSessionSpace',
         description: 'Refused (409) while the space holds sessions or user or space state, and always for the default space.',
         params: SpacePath,
         response: {

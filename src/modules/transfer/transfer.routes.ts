@@ -19,6 +19,7 @@ export async function transferRoutes(app: ZodApp, { db, limits }: AppDeps): Prom
       schema: {
         tags: ['sessions'],
         summary: 'Export a session with its whole history',
+        operationId: 'exportSession',
         description:
           `A portable document (format ${ExportDocument.shape.format.value}) with everything needed to re-create the session: ids, seq, ` +
           'timestamps, revision, state, the user: and app: keys it sees (scopedState), memo and window. JSON by default; YAML with ' +
@@ -65,6 +66,7 @@ export async function transferRoutes(app: ZodApp, { db, limits }: AppDeps): Prom
         schema: {
           tags: ['sessions'],
           summary: 'Import a session from an export document',
+          operationId: 'importSession',
           description:
             'Body: an export document as JSON (`Content-Type: application/json`) or YAML (`application/yaml`, `text/yaml`), at most ' +
             `${IMPORT_BODY_BYTES / (1024 * 1024)} MiB and ${MAX_TRANSFER_EVENTS} events. The whole document is checked before anything is written; ` +

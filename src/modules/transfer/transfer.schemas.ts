@@ -3,7 +3,7 @@
 // a path, so a bad document answers 400 naming the field, e.g. `events[3].seq`.
 import { z } from 'zod';
 import type { Limits } from '../../config.js';
-import { Identifier, JsonObject, SpaceId, Timestamp, TimestampInput } from '../../http/schemas.js';
+import { Identifier, JsonObject, JsonValue, SpaceId, Timestamp, TimestampInput } from '../../http/schemas.js';
 import { jsonBytes, jsonDepth, stateBytes } from '../../lib/json-measure.js';
 import { Event } from '../events/event.model.js';
 import { EventInput } from '../events/events.schemas.js';
@@ -34,7 +34,7 @@ const sessionFields = {
   metadata: z.record(z.string(), z.string()),
   state: JsonObject.describe('The session\'s own keys (without user: and app: keys).'),
   scopedState: ScopedState,
-  memo: z.json().nullable(),
+  memo: JsonValue.nullable(),
   windowStartSeq: z.number().int().min(1),
   eventCount: z.number().int().min(0),
   revision: z.number().int().min(1),

@@ -12,6 +12,7 @@ export async function usersRoutes(app: ZodApp, { db, pageTokens }: AppDeps): Pro
       schema: {
         tags: ['spaces'],
         summary: 'List the business users of a space',
+        operationId: 'listSpaceUsers',
         description:
           'Users that have a session or user-scoped state in the space, ordered by userId, with their session count and last activity. ' +
           'Users are the application\'s own ids, not accounts or permissions.',
@@ -33,6 +34,7 @@ export async function usersRoutes(app: ZodApp, { db, pageTokens }: AppDeps): Pro
       schema: {
         tags: ['spaces'],
         summary: "Describe a user's state",
+        operationId: 'getUserState',
         description:
           'The user-scoped state of the user in the space: the `user:*` keys written by the stateDelta of any of its sessions ' +
           '(or by their initial state), shared by all of them. A user that does not exist in the space (no session and no user state) ' +
