@@ -16,16 +16,14 @@ export interface EventFilters {
 const LIVE = sql.raw(sessionNotExpiredText('sessions'));
 
 /**
- * Locks the (unexpired) session row until the transaction ends: concurrent appends queue here and
- * each sees the state the previous one left. `now` is read after the lock is granted, so event
- * and update times follow the order in which appends were serialized.
- *
- * Written as SQL text rather than with the query builder: it runs on every append, and building
- * and compiling the query cost more CPU than the rest of the statement's client side.
+ * Locks the (unexpired) session row until the transaction ends: the append's locked path (a retry,
+ * see append.service.ts) takes it before looking up the stored events, so the lookup sees every
+ * earlier append of the session. append_events() in the same transaction then updates the row it
+ * already holds.
  */
-export async function lockSessionForUpdate(trx: Transaction<DB>, key: SessionKey): Promise<(SessionRow & { now: Date }) | undefined> {
-  const result = await sql<SessionRow & { now: Date }>`
-    SELECT sessions.*, date_trunc('milliseconds', clock_timestamp()) AS now
+export async function lockSessionForUpdate(trx: Transaction<DB>, key: SessionKey): Promise<SessionRow | undefined> {
+  const result = await sql<SessionRow>`
+    SELECT sessions.*
     FROM sessions
     WHERE account_id = ${key.accountId} AND space_id = ${key.spaceId} AND user_id = ${key.userId} AND session_id = ${key.sessionId}
       AND ${LIVE}
