@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import {
   AgentSessionClient,
+  type AppendEvent,
   AgentSessionError,
   backoffDelayMs,
   OPERATIONS,
@@ -48,7 +49,7 @@ describe('eventIds', () => {
   });
 
   it('generates UUIDs by default', () => {
-    expect(withEventIds({ author: 'user' }).eventId).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(withEventIds<AppendEvent>({ author: 'user' }).eventId).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
   });
 });
 
