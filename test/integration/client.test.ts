@@ -168,13 +168,13 @@ describe('AgentSessionClient against the server', () => {
     expect(await storedEvents(sessionId)).toEqual([{ event_id: eventId, seq: 1 }]);
   });
 
-  it('retries an append whose answer was lost after the server stored it, and stores it once', async () => {
+  it('retries an append whose answer was lost after the server stored it, and stores it once (If-Match not held against the replay)', async () => {
     const where = { spaceId: t.account.defaultSpaceId, userId: 'client-lost-answer' };
-    const { sessionId } = await clientAt(`http://127.0.0.1:${port}`).createSession(where);
+    const { sessionId, etag } = await clientAt(`http://127.0.0.1:${port}`).createSession(where);
     const proxy = forwarder({ dropFirstAnswer: true });
     const sleeps: number[] = [];
     const client = clientAt(`http://127.0.0.1:${await listening(proxy.server)}`, { sleep: async (ms) => void sleeps.push(ms) });
-    const answer = await client.appendEvents({ ...where, sessionId }, { events: [{ author: 'user', actions: { stateDelta: { n: 1 } } }, { author: 'model' }] });
+    const answer = await client.appendEvents({ ...where, sessionId }, { events: [{ author: 'user', actions: { stateDelta: { n: 1 } } }, { author: 'model' }] }, { ifMatch: etag });
     expect(proxy.connections()).toBe(2);
     expect(sleeps).toHaveLength(1);
     const ids = answer.events.map((event) => event.eventId);
