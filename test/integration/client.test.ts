@@ -10,6 +10,7 @@ import { createTestApp, type TestApp } from '../support/test-app.js';
 let t: TestApp;
 let port: number;
 const servers: (http.Server | net.Server)[] = [];
+const sockets = new Set<net.Socket>(); // the forwarders' connections, cut at the end (fetch keeps them alive)
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
 beforeAll(async () => {
@@ -18,6 +19,7 @@ beforeAll(async () => {
   port = (t.app.server.address() as AddressInfo).port;
 });
 afterAll(async () => {
+  for (const socket of sockets) socket.destroy();
   for (const server of servers) {
     if ('closeAllConnections' in server) server.closeAllConnections();
     await new Promise((resolve) => server.close(resolve));
@@ -39,6 +41,7 @@ function forwarder(options: { dropFirstAnswer?: boolean } = {}) {
   const server = net.createServer((socket) => {
     const first = ++connections === 1;
     const upstream = net.connect(port, '127.0.0.1');
+    sockets.add(socket).add(upstream);
     socket.on('error', () => upstream.destroy());
     upstream.on('error', () => socket.destroy());
     socket.pipe(upstream);
