@@ -4,7 +4,7 @@ import { AgentSessionError, CLIENT_ERROR_CODES, errorFromResponse } from './erro
 import { type AppendBody, withEventIds } from './event-ids.js';
 import { OPERATIONS, type OperationId } from './operations.js';
 import { DEFAULT_RETRY_POLICY, isRetryableStatus, parseRetryAfterMs, type RetryPolicy, retryDelayMs } from './retry.js';
-import type { Body, CallOptions, Params, RequestOptions, Result } from './types.js';
+import type { Body, CallOptions, PageItem, Params, RequestOptions, Result } from './types.js';
 
 export interface AgentSessionClientOptions {
   /** e.g. http://127.0.0.1:3000 (a path prefix is kept). */
@@ -49,71 +49,71 @@ export class AgentSessionClient {
   }
 
   // Health and metrics
-  getLiveness(options?: CallOptions<'getLiveness'>) { return this.#call('getLiveness', {}, undefined, options); }
-  getReadiness(options?: CallOptions<'getReadiness'>) { return this.#call('getReadiness', {}, undefined, options); }
-  getMetrics(options?: CallOptions<'getMetrics'>) { return this.#call('getMetrics', {}, undefined, options); }
+  getLiveness(options?: CallOptions<'getLiveness'>): Promise<Result<'getLiveness'>> { return this.#call('getLiveness', {}, undefined, options); }
+  getReadiness(options?: CallOptions<'getReadiness'>): Promise<Result<'getReadiness'>> { return this.#call('getReadiness', {}, undefined, options); }
+  getMetrics(options?: CallOptions<'getMetrics'>): Promise<Result<'getMetrics'>> { return this.#call('getMetrics', {}, undefined, options); }
 
   // Session spaces
-  createSessionSpace(body: Body<'createSessionSpace'>, options?: CallOptions<'createSessionSpace'>) { return this.#call('createSessionSpace', {}, body, options); }
-  listSessionSpaces(params: Params<'listSessionSpaces'> = {}, options?: CallOptions<'listSessionSpaces'>) { return this.#call('listSessionSpaces', params, undefined, options); }
-  describeSessionSpace(params: Params<'describeSessionSpace'>, options?: CallOptions<'describeSessionSpace'>) { return this.#call('describeSessionSpace', params, undefined, options); }
-  modifySessionSpace(params: Params<'modifySessionSpace'>, body: Body<'modifySessionSpace'>, options?: CallOptions<'modifySessionSpace'>) { return this.#call('modifySessionSpace', params, body, options); }
-  deleteSessionSpace(params: Params<'deleteSessionSpace'>, options?: CallOptions<'deleteSessionSpace'>) { return this.#call('deleteSessionSpace', params, undefined, options); }
-  listSpaceUsers(params: Params<'listSpaceUsers'>, options?: CallOptions<'listSpaceUsers'>) { return this.#call('listSpaceUsers', params, undefined, options); }
-  getUserState(params: Params<'getUserState'>, options?: CallOptions<'getUserState'>) { return this.#call('getUserState', params, undefined, options); }
+  createSessionSpace(body: Body<'createSessionSpace'>, options?: CallOptions<'createSessionSpace'>): Promise<Result<'createSessionSpace'>> { return this.#call('createSessionSpace', {}, body, options); }
+  listSessionSpaces(params: Params<'listSessionSpaces'> = {}, options?: CallOptions<'listSessionSpaces'>): Promise<Result<'listSessionSpaces'>> { return this.#call('listSessionSpaces', params, undefined, options); }
+  describeSessionSpace(params: Params<'describeSessionSpace'>, options?: CallOptions<'describeSessionSpace'>): Promise<Result<'describeSessionSpace'>> { return this.#call('describeSessionSpace', params, undefined, options); }
+  modifySessionSpace(params: Params<'modifySessionSpace'>, body: Body<'modifySessionSpace'>, options?: CallOptions<'modifySessionSpace'>): Promise<Result<'modifySessionSpace'>> { return this.#call('modifySessionSpace', params, body, options); }
+  deleteSessionSpace(params: Params<'deleteSessionSpace'>, options?: CallOptions<'deleteSessionSpace'>): Promise<Result<'deleteSessionSpace'>> { return this.#call('deleteSessionSpace', params, undefined, options); }
+  listSpaceUsers(params: Params<'listSpaceUsers'>, options?: CallOptions<'listSpaceUsers'>): Promise<Result<'listSpaceUsers'>> { return this.#call('listSpaceUsers', params, undefined, options); }
+  getUserState(params: Params<'getUserState'>, options?: CallOptions<'getUserState'>): Promise<Result<'getUserState'>> { return this.#call('getUserState', params, undefined, options); }
 
   // Sessions
-  createSession(params: Params<'createSession'>, body: Body<'createSession'> = {}, options?: CallOptions<'createSession'>) { return this.#call('createSession', params, body, options); }
-  listSessions(params: Params<'listSessions'>, options?: CallOptions<'listSessions'>) { return this.#call('listSessions', params, undefined, options); }
-  listSpaceSessions(params: Params<'listSpaceSessions'>, options?: CallOptions<'listSpaceSessions'>) { return this.#call('listSpaceSessions', params, undefined, options); }
-  describeSession(params: Params<'describeSession'>, options?: CallOptions<'describeSession'>) { return this.#call('describeSession', params, undefined, options); }
-  modifySession(params: Params<'modifySession'>, body: Body<'modifySession'>, options?: CallOptions<'modifySession'>) { return this.#call('modifySession', params, body, options); }
-  deleteSession(params: Params<'deleteSession'>, options?: CallOptions<'deleteSession'>) { return this.#call('deleteSession', params, undefined, options); }
-  exportSession(params: Params<'exportSession'>, options?: CallOptions<'exportSession'>) { return this.#call('exportSession', params, undefined, options); }
-  importSession(params: Params<'importSession'>, body: Body<'importSession'>, options?: CallOptions<'importSession'>) { return this.#call('importSession', params, body, options); }
-  getContext(params: Params<'getContext'>, options?: CallOptions<'getContext'>) { return this.#call('getContext', params, undefined, options); }
-  putContext(params: Params<'putContext'>, body: Body<'putContext'>, options?: CallOptions<'putContext'>) { return this.#call('putContext', params, body, options); }
+  createSession(params: Params<'createSession'>, body: Body<'createSession'> = {}, options?: CallOptions<'createSession'>): Promise<Result<'createSession'>> { return this.#call('createSession', params, body, options); }
+  listSessions(params: Params<'listSessions'>, options?: CallOptions<'listSessions'>): Promise<Result<'listSessions'>> { return this.#call('listSessions', params, undefined, options); }
+  listSpaceSessions(params: Params<'listSpaceSessions'>, options?: CallOptions<'listSpaceSessions'>): Promise<Result<'listSpaceSessions'>> { return this.#call('listSpaceSessions', params, undefined, options); }
+  describeSession(params: Params<'describeSession'>, options?: CallOptions<'describeSession'>): Promise<Result<'describeSession'>> { return this.#call('describeSession', params, undefined, options); }
+  modifySession(params: Params<'modifySession'>, body: Body<'modifySession'>, options?: CallOptions<'modifySession'>): Promise<Result<'modifySession'>> { return this.#call('modifySession', params, body, options); }
+  deleteSession(params: Params<'deleteSession'>, options?: CallOptions<'deleteSession'>): Promise<Result<'deleteSession'>> { return this.#call('deleteSession', params, undefined, options); }
+  exportSession(params: Params<'exportSession'>, options?: CallOptions<'exportSession'>): Promise<Result<'exportSession'>> { return this.#call('exportSession', params, undefined, options); }
+  importSession(params: Params<'importSession'>, body: Body<'importSession'>, options?: CallOptions<'importSession'>): Promise<Result<'importSession'>> { return this.#call('importSession', params, body, options); }
+  getContext(params: Params<'getContext'>, options?: CallOptions<'getContext'>): Promise<Result<'getContext'>> { return this.#call('getContext', params, undefined, options); }
+  putContext(params: Params<'putContext'>, body: Body<'putContext'>, options?: CallOptions<'putContext'>): Promise<Result<'putContext'>> { return this.#call('putContext', params, body, options); }
 
   // Events
   /** One event or `{ events: [...] }`. Events without an eventId get one here, so retries are safe. */
-  appendEvents(params: Params<'appendEvents'>, body: Body<'appendEvents'>, options?: CallOptions<'appendEvents'>) {
+  appendEvents(params: Params<'appendEvents'>, body: Body<'appendEvents'>, options?: CallOptions<'appendEvents'>): Promise<Result<'appendEvents'>> {
     return this.#call('appendEvents', params, withEventIds(body as AppendBody, this.#newId) as Body<'appendEvents'>, options);
   }
-  listEvents(params: Params<'listEvents'>, options?: CallOptions<'listEvents'>) { return this.#call('listEvents', params, undefined, options); }
-  describeEvent(params: Params<'describeEvent'>, options?: CallOptions<'describeEvent'>) { return this.#call('describeEvent', params, undefined, options); }
+  listEvents(params: Params<'listEvents'>, options?: CallOptions<'listEvents'>): Promise<Result<'listEvents'>> { return this.#call('listEvents', params, undefined, options); }
+  describeEvent(params: Params<'describeEvent'>, options?: CallOptions<'describeEvent'>): Promise<Result<'describeEvent'>> { return this.#call('describeEvent', params, undefined, options); }
 
   // IAM
-  createSubAccount(body: Body<'createSubAccount'>, options?: CallOptions<'createSubAccount'>) { return this.#call('createSubAccount', {}, body, options); }
-  listSubAccounts(params: Params<'listSubAccounts'> = {}, options?: CallOptions<'listSubAccounts'>) { return this.#call('listSubAccounts', params, undefined, options); }
-  describeSubAccount(params: Params<'describeSubAccount'>, options?: CallOptions<'describeSubAccount'>) { return this.#call('describeSubAccount', params, undefined, options); }
-  deleteSubAccount(params: Params<'deleteSubAccount'>, options?: CallOptions<'deleteSubAccount'>) { return this.#call('deleteSubAccount', params, undefined, options); }
-  putSubAccountPolicy(params: Params<'putSubAccountPolicy'>, body: Body<'putSubAccountPolicy'>, options?: CallOptions<'putSubAccountPolicy'>) { return this.#call('putSubAccountPolicy', params, body, options); }
-  getSubAccountPolicy(params: Params<'getSubAccountPolicy'>, options?: CallOptions<'getSubAccountPolicy'>) { return this.#call('getSubAccountPolicy', params, undefined, options); }
-  createSubAccountCredential(params: Params<'createSubAccountCredential'>, options?: CallOptions<'createSubAccountCredential'>) { return this.#call('createSubAccountCredential', params, undefined, options); }
-  listSubAccountCredentials(params: Params<'listSubAccountCredentials'>, options?: CallOptions<'listSubAccountCredentials'>) { return this.#call('listSubAccountCredentials', params, undefined, options); }
-  createRootCredential(options?: CallOptions<'createRootCredential'>) { return this.#call('createRootCredential', {}, undefined, options); }
-  listRootCredentials(options?: CallOptions<'listRootCredentials'>) { return this.#call('listRootCredentials', {}, undefined, options); }
-  modifyCredential(params: Params<'modifyCredential'>, body: Body<'modifyCredential'>, options?: CallOptions<'modifyCredential'>) { return this.#call('modifyCredential', params, body, options); }
-  deleteCredential(params: Params<'deleteCredential'>, options?: CallOptions<'deleteCredential'>) { return this.#call('deleteCredential', params, undefined, options); }
+  createSubAccount(body: Body<'createSubAccount'>, options?: CallOptions<'createSubAccount'>): Promise<Result<'createSubAccount'>> { return this.#call('createSubAccount', {}, body, options); }
+  listSubAccounts(params: Params<'listSubAccounts'> = {}, options?: CallOptions<'listSubAccounts'>): Promise<Result<'listSubAccounts'>> { return this.#call('listSubAccounts', params, undefined, options); }
+  describeSubAccount(params: Params<'describeSubAccount'>, options?: CallOptions<'describeSubAccount'>): Promise<Result<'describeSubAccount'>> { return this.#call('describeSubAccount', params, undefined, options); }
+  deleteSubAccount(params: Params<'deleteSubAccount'>, options?: CallOptions<'deleteSubAccount'>): Promise<Result<'deleteSubAccount'>> { return this.#call('deleteSubAccount', params, undefined, options); }
+  putSubAccountPolicy(params: Params<'putSubAccountPolicy'>, body: Body<'putSubAccountPolicy'>, options?: CallOptions<'putSubAccountPolicy'>): Promise<Result<'putSubAccountPolicy'>> { return this.#call('putSubAccountPolicy', params, body, options); }
+  getSubAccountPolicy(params: Params<'getSubAccountPolicy'>, options?: CallOptions<'getSubAccountPolicy'>): Promise<Result<'getSubAccountPolicy'>> { return this.#call('getSubAccountPolicy', params, undefined, options); }
+  createSubAccountCredential(params: Params<'createSubAccountCredential'>, options?: CallOptions<'createSubAccountCredential'>): Promise<Result<'createSubAccountCredential'>> { return this.#call('createSubAccountCredential', params, undefined, options); }
+  listSubAccountCredentials(params: Params<'listSubAccountCredentials'>, options?: CallOptions<'listSubAccountCredentials'>): Promise<Result<'listSubAccountCredentials'>> { return this.#call('listSubAccountCredentials', params, undefined, options); }
+  createRootCredential(options?: CallOptions<'createRootCredential'>): Promise<Result<'createRootCredential'>> { return this.#call('createRootCredential', {}, undefined, options); }
+  listRootCredentials(options?: CallOptions<'listRootCredentials'>): Promise<Result<'listRootCredentials'>> { return this.#call('listRootCredentials', {}, undefined, options); }
+  modifyCredential(params: Params<'modifyCredential'>, body: Body<'modifyCredential'>, options?: CallOptions<'modifyCredential'>): Promise<Result<'modifyCredential'>> { return this.#call('modifyCredential', params, body, options); }
+  deleteCredential(params: Params<'deleteCredential'>, options?: CallOptions<'deleteCredential'>): Promise<Result<'deleteCredential'>> { return this.#call('deleteCredential', params, undefined, options); }
 
   // Every paged list, item by item, following nextPageToken.
-  iterateSessionSpaces(params: Params<'listSessionSpaces'> = {}, options?: RequestOptions) { return this.#iterate('listSessionSpaces', 'spaces', params, options); }
-  iterateSpaceUsers(params: Params<'listSpaceUsers'>, options?: RequestOptions) { return this.#iterate('listSpaceUsers', 'users', params, options); }
-  iterateSessions(params: Params<'listSessions'>, options?: RequestOptions) { return this.#iterate('listSessions', 'sessions', params, options); }
-  iterateSpaceSessions(params: Params<'listSpaceSessions'>, options?: RequestOptions) { return this.#iterate('listSpaceSessions', 'sessions', params, options); }
-  iterateEvents(params: Params<'listEvents'>, options?: RequestOptions) { return this.#iterate('listEvents', 'events', params, options); }
-  iterateSubAccounts(params: Params<'listSubAccounts'> = {}, options?: RequestOptions) { return this.#iterate('listSubAccounts', 'subAccounts', params, options); }
+  iterateSessionSpaces(params: Params<'listSessionSpaces'> = {}, options?: RequestOptions): AsyncGenerator<PageItem<'listSessionSpaces', 'spaces'>, void, undefined> { return this.#iterate('listSessionSpaces', 'spaces', params, options); }
+  iterateSpaceUsers(params: Params<'listSpaceUsers'>, options?: RequestOptions): AsyncGenerator<PageItem<'listSpaceUsers', 'users'>, void, undefined> { return this.#iterate('listSpaceUsers', 'users', params, options); }
+  iterateSessions(params: Params<'listSessions'>, options?: RequestOptions): AsyncGenerator<PageItem<'listSessions', 'sessions'>, void, undefined> { return this.#iterate('listSessions', 'sessions', params, options); }
+  iterateSpaceSessions(params: Params<'listSpaceSessions'>, options?: RequestOptions): AsyncGenerator<PageItem<'listSpaceSessions', 'sessions'>, void, undefined> { return this.#iterate('listSpaceSessions', 'sessions', params, options); }
+  iterateEvents(params: Params<'listEvents'>, options?: RequestOptions): AsyncGenerator<PageItem<'listEvents', 'events'>, void, undefined> { return this.#iterate('listEvents', 'events', params, options); }
+  iterateSubAccounts(params: Params<'listSubAccounts'> = {}, options?: RequestOptions): AsyncGenerator<PageItem<'listSubAccounts', 'subAccounts'>, void, undefined> { return this.#iterate('listSubAccounts', 'subAccounts', params, options); }
 
   async *#iterate<K extends PagedOperationId, F extends keyof Result<K> & string>(
     id: K,
     field: F,
     params: Params<K>,
     options: RequestOptions | undefined,
-  ): AsyncGenerator<Result<K>[F] extends readonly (infer Item)[] ? Item : never, void, undefined> {
+  ): AsyncGenerator<PageItem<K, F>, void, undefined> {
     let pageToken: string | undefined = (params as { pageToken?: string }).pageToken;
     do {
       const page = (await this.#call(id, { ...params, ...(pageToken === undefined ? {} : { pageToken }) }, undefined, options)) as Result<K>;
-      yield* page[field] as Iterable<Result<K>[F] extends readonly (infer Item)[] ? Item : never>;
+      yield* page[field] as Iterable<PageItem<K, F>>;
       pageToken = (page as { nextPageToken?: string }).nextPageToken;
     } while (pageToken !== undefined);
   }

@@ -26,6 +26,9 @@ export type Result<K extends OperationId> = {
   [S in SuccessStatus<K>]: true extends DeclaresEtag<Responses<K>[S]> ? ContentOf<Responses<K>[S]> & { etag: string } : ContentOf<Responses<K>[S]>;
 }[SuccessStatus<K>];
 
+/** An item of the list in field F of operation K's page (e.g. a Session of listSessions' `sessions`). */
+export type PageItem<K extends OperationId, F extends keyof Result<K>> = Result<K>[F] extends readonly (infer Item)[] ? Item : never;
+
 type Headers<K extends OperationId> = Part<ParametersOf<K>['header']>;
 
 /** Options every call takes. */
