@@ -3,10 +3,15 @@
 # Build stage: all dependencies, TypeScript compiled to dist/.
 FROM node:24-bookworm-slim AS build
 WORKDIR /app
+# The root is an npm workspace of clients/typescript: npm ci needs its package.json, and
+# `npm run build` builds the client too.
 COPY package.json package-lock.json ./
+COPY clients/typescript/package.json ./clients/typescript/
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
+COPY clients/typescript/tsconfig.json ./clients/typescript/
+COPY clients/typescript/src ./clients/typescript/src
 RUN npm run build
 
 # Runtime stage: production dependencies, the compiled code and the SQL migrations only.
@@ -17,6 +22,7 @@ ENV NODE_ENV=production \
     DATA_DIR=/app/data
 WORKDIR /app
 COPY package.json package-lock.json ./
+COPY clients/typescript/package.json ./clients/typescript/
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 # dist/ and migrations/ must be siblings: dist/db/migrate.js reads ../../migrations.
 COPY --from=build /app/dist ./dist

@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'dist/', 'data/', 'coverage/', 'openapi/'] },
+  { ignores: ['node_modules/', 'dist/', 'data/', 'coverage/', 'openapi/', 'clients/typescript/dist/', 'clients/typescript/src/generated/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -30,6 +30,11 @@ export default tseslint.config(
   ]),
   layer(['src/modules/**/*.service.ts'], [
     { group: ['**/http/**', 'fastify'], message: 'Services know nothing of HTTP: pure helpers they need live in src/lib.' },
+  ]),
+  // The client is its own package, published without the server: it imports none of the server's
+  // code and nothing of Node's, only the global fetch and crypto.
+  layer(['clients/typescript/src/**/*.ts'], [
+    { group: ['**/src/**', '**/test/**', 'fastify', 'kysely', 'pg', 'zod', 'node:*'], message: 'The client package stands alone: no server code, no Node built-ins.' },
   ]),
   layer(['src/modules/**/*.repository.ts'], [
     { group: ['**/http/**', 'fastify'], message: 'Repositories know nothing of HTTP.' },
