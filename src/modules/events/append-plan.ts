@@ -7,7 +7,7 @@ import { AppError } from '../../errors.js';
 import { canonicalJson, sha256 } from '../../lib/canonical-json.js';
 import { newEventId } from '../../lib/ids.js';
 import { jsonBytes, jsonDepth } from '../../lib/json-measure.js';
-import { type StoredScope, splitByScope, withoutTempKeys } from '../state/scoped-state.js';
+import { STORED_SCOPES, type StoredScope, splitByScope, withoutTempKeys } from '../state/scoped-state.js';
 import type { StateDeltaMode } from '../state/state-delta.js';
 import type { EventViewRow } from './event.model.js';
 import type { AppendEventsBody, EventInputValue } from './events.schemas.js';
@@ -21,6 +21,8 @@ export interface PreparedEvent {
   field: string;
   /** SHA-256 of the event's canonical JSON as sent: a retry must resend the same event. */
   payloadHash: Buffer;
+  /** The serialized size of its stateDelta as the limit measured it (0 without one), for the metrics. */
+  deltaBytes: number;
 }
 
 export interface PreparedAppend {
@@ -45,14 +47,15 @@ export function prepareAppend(body: AppendEventsBody, limits: Limits): PreparedA
 
 function prepareEvent(input: EventInputValue, field: string, limits: Limits): PreparedEvent {
   const delta = input.actions?.stateDelta;
+  let deltaBytes = 0;
   if (delta !== undefined) {
     const depth = jsonDepth(delta);
     if (depth > limits.stateDeltaDepth) {
       throw invalidStateDelta(`${field}actions.stateDelta`, `is nested ${depth} levels deep; at most ${limits.stateDeltaDepth} are allowed`);
     }
-    const bytes = jsonBytes(delta);
-    if (bytes > limits.stateDeltaBytes) {
-      throw invalidStateDelta(`${field}actions.stateDelta`, `is ${bytes} bytes serialized; at most ${limits.stateDeltaBytes} are allowed`);
+    deltaBytes = jsonBytes(delta);
+    if (deltaBytes > limits.stateDeltaBytes) {
+      throw invalidStateDelta(`${field}actions.stateDelta`, `is ${deltaBytes} bytes serialized; at most ${limits.stateDeltaBytes} are allowed`);
     }
   }
   // The hash covers the event exactly as sent (key order aside).
@@ -64,7 +67,7 @@ function prepareEvent(input: EventInputValue, field: string, limits: Limits): Pr
       details: { field: field ? field.slice(0, -1) : 'body', eventBytes: bytes, limit: limits.eventBytes },
     });
   }
-  return { input, eventId: input.eventId ?? newEventId(), field, payloadHash: sha256(serialized) };
+  return { input, eventId: input.eventId ?? newEventId(), field, payloadHash: sha256(serialized), deltaBytes };
 }
 
 /** One scope's part of an event's delta, as append_events() folds it. */
@@ -110,7 +113,7 @@ export function eventDocument(event: PreparedEvent): EventDocument {
   if (delta !== undefined) {
     const mode = actions.stateDeltaMode ?? 'merge-patch';
     const parts = splitByScope(delta);
-    for (const scope of ['session', 'user', 'app'] as const) {
+    for (const scope of STORED_SCOPES) {
       if (Object.keys(parts[scope]).length > 0) document[scope] = { delta: parts[scope], mode };
     }
   }

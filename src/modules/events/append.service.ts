@@ -19,7 +19,7 @@ import { type SessionView, toSessionView } from '../sessions/session.model.js';
 import { sessionNotFound } from '../sessions/session-not-found.js';
 import type { StoredScope } from '../state/scoped-state.js';
 import { lockSharedStates } from '../state/shared-state.js';
-import { type PreparedEvent, eventDocument, planReplays, prepareAppend, writtenEventRow } from './append-plan.js';
+import { type EventDocument, type PreparedEvent, eventDocument, planReplays, prepareAppend, writtenEventRow } from './append-plan.js';
 import { type AppendedSession, StoredEventIdError, appendInDatabase } from './append.repository.js';
 import { type EventView, toEventView } from './event.model.js';
 import type { SessionKey } from '../../db/keys.js';
@@ -33,6 +33,8 @@ export interface AppendEventsResult {
   writtenCount: number;
   /** The serialized size of each state this request wrote, as the size limit measured it. */
   stateBytes: Partial<Record<StoredScope, number>>;
+  /** The serialized size of the stateDeltas this request stored, as their limit measured them. */
+  deltaBytes: number;
   events: EventView[];
   session: SessionView;
 }
@@ -56,9 +58,8 @@ async function appendNew(db: Database, limits: Limits, key: SessionKey, events: 
   const documents = events.map(eventDocument);
   const session = await appendInDatabase(db, key, documents, revisionsOf(ifMatch), limits.stateBytes);
   if (!session) throw await sessionNotFound(db, key);
-  const firstSeq = session.event_count - documents.length + 1;
-  const written = documents.map((document, index) => toEventView(writtenEventRow(document, firstSeq + index, session.update_time)));
-  return appended(key, session, written, documents.length);
+  const written = writtenViews(documents, session);
+  return appended(key, session, events, documents.map((_, index) => written(index)));
 }
 
 /**
@@ -83,26 +84,33 @@ async function appendUnderLock(
       // attempt (the one whose answer was lost) is what moved the revision on.
       const shared = await lockSharedStates(trx, key, new Set());
       const answers = plan.answers.map((answer) => toEventView((answer as { stored: EventRow }).stored));
-      return { replayOnly: true, writtenCount: 0, stateBytes: {}, events: answers, session: toSessionView(locked, shared) };
+      return { replayOnly: true, writtenCount: 0, stateBytes: {}, deltaBytes: 0, events: answers, session: toSessionView(locked, shared) };
     }
     const documents = plan.fresh.map(eventDocument);
     const session = await appendInDatabase(trx, key, documents, revisionsOf(ifMatch), limits.stateBytes);
     if (!session) throw new AppError('InternalError', 'The session vanished while it was locked.');
-    const firstSeq = session.event_count - documents.length + 1;
-    const answers = plan.answers.map((answer) =>
-      'stored' in answer ? toEventView(answer.stored) : toEventView(writtenEventRow(documents[answer.fresh]!, firstSeq + answer.fresh, session.update_time)),
-    );
-    return appended(key, session, answers, documents.length);
+    const written = writtenViews(documents, session);
+    const answers = plan.answers.map((answer) => ('stored' in answer ? toEventView(answer.stored) : written(answer.fresh)));
+    return appended(key, session, plan.fresh, answers);
   });
 }
 
-function appended(key: SessionKey, session: AppendedSession, events: EventView[], writtenCount: number): AppendEventsResult {
+/** The view of the i-th event written: its seq follows from the session's new count, its time is the append's. */
+function writtenViews(documents: EventDocument[], session: AppendedSession): (index: number) => EventView {
+  const firstSeq = session.event_count - documents.length + 1;
+  return (index) => toEventView(writtenEventRow(documents[index]!, firstSeq + index, session.update_time));
+}
+
+/** The answer of an append that stored `fresh` (in seq order); `events` answers each input. */
+function appended(key: SessionKey, session: AppendedSession, fresh: PreparedEvent[], events: EventView[]): AppendEventsResult {
   const stateBytes: AppendEventsResult['stateBytes'] = {};
   if (session.session_bytes !== null) stateBytes.session = session.session_bytes;
   if (session.user_bytes !== null) stateBytes.user = session.user_bytes;
   if (session.app_bytes !== null) stateBytes.app = session.app_bytes;
   const row = { account_id: key.accountId, space_id: key.spaceId, user_id: key.userId, session_id: key.sessionId, ...session };
-  return { replayOnly: false, writtenCount, stateBytes, events, session: toSessionView(row, { user: session.user_state, app: session.app_state }) };
+  const deltaBytes = fresh.reduce((sum, event) => sum + event.deltaBytes, 0);
+  const view = toSessionView(row, { user: session.user_state, app: session.app_state });
+  return { replayOnly: false, writtenCount: fresh.length, stateBytes, deltaBytes, events, session: view };
 }
 
 const isRefusal = (error: unknown) =>

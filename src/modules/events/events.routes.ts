@@ -62,7 +62,7 @@ export async function eventsRoutes(app: ZodApp, { db, limits, metrics, pageToken
     async (request, reply) => {
       const key = { accountId: request.principal.accountId, ...request.params };
       const result = await appendEvents(db, limits, key, request.body, parseIfMatch(request.headers['if-match']));
-      recordAppend(metrics.appends, request.body, result);
+      recordAppend(metrics.appends, result);
       reply.header('etag', etagOf(result.session.revision));
       const session = writtenSessionAnswer(result.session, maySeeSessionContents(request.principal, key.spaceId));
       return reply.status(result.replayOnly ? 200 : 201).send({ events: result.events, session });
