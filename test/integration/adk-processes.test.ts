@@ -1,5 +1,6 @@
 // Two instances of an ADK application — two real processes, each a Runner on AdkSessionService —
-// run turns on ONE session at the same time. Nothing is lost: every turn's events are stored once,
+// start at once on a new appName (both create its space and the session: one of each results) and
+// run turns on that ONE session at the same time. Nothing is lost: every turn's events are stored once,
 // seq is gap-free and is the order, each turn's events keep their causal order, and the state every
 // turn's tool wrote under its own key is there.
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -60,17 +61,23 @@ function startRunnerProcess(env: Record<string, string>): RunnerProcess {
 }
 
 describe('two ADK Runner processes on one session', () => {
-  it('append at the same time and lose nothing: seq decides the order', async () => {
+  it('create one space and session between them, append at the same time and lose nothing: seq decides the order', async () => {
     const appName = `adk-processes-${process.pid}`;
     const userId = 'shared-user';
     const service = new AdkSessionService({ baseUrl, credential: t.account.rootCredential.token });
-    const { id: sessionId } = await service.createSession({ appName, userId });
+    const sessionId = 'shared-session';
     const env = { ADK_BASE_URL: baseUrl, ADK_CREDENTIAL: t.account.rootCredential.token, ADK_APP: appName, ADK_USER: userId, ADK_SESSION: sessionId, ADK_LOOPS: String(LOOPS), ADK_TURNS: String(TURNS) };
 
     const runners = ['alpha', 'beta'].map((tag) => startRunnerProcess({ ...env, ADK_TAG: tag }));
     await Promise.all(runners.map((runner) => runner.ready));
     for (const runner of runners) runner.child.stdin!.write('go\n');
     const results = await Promise.all(runners.map((runner) => runner.result));
+
+    // Both processes used a new appName at once: one space, one session.
+    const spaces = await t.db.selectFrom('session_spaces').select('space_id').where('account_id', '=', t.account.accountId).where('name', '=', appName).execute();
+    expect(spaces).toHaveLength(1);
+    const sessions = await t.db.selectFrom('sessions').select('space_id').where('account_id', '=', t.account.accountId).where('session_id', '=', sessionId).execute();
+    expect(sessions).toEqual([{ space_id: spaces[0]!.space_id }]);
 
     const total = 2 * LOOPS * TURNS * EVENTS_PER_TURN;
     const session = await service.getSession({ appName, userId, sessionId });

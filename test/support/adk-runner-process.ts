@@ -1,6 +1,6 @@
 // One "instance" of an ADK application, as a process of its own: a Runner on AdkSessionService
 // that runs turns on one session. It prints `ready`, waits for `go` on stdin (so that several
-// processes start appending at the same moment), runs ADK_LOOPS concurrent loops of ADK_TURNS turns
+// processes start at the same moment), creates the session unless another process did, runs ADK_LOOPS concurrent loops of ADK_TURNS turns
 // each, and prints the ids of the events it appended as one JSON line.
 //   node --import tsx test/support/adk-runner-process.ts   (env: ADK_BASE_URL, ADK_CREDENTIAL,
 //   ADK_APP, ADK_USER, ADK_SESSION, ADK_TAG, ADK_LOOPS, ADK_TURNS)
@@ -29,6 +29,12 @@ const go = new Promise<void>((resolve) => lines.on('line', (line) => line.trim()
 process.stdout.write('ready\n');
 await go;
 lines.close();
+
+// Every process makes sure the session exists, all at the same moment: the space of the appName
+// and the session are created by whichever gets there first; the others find them.
+await sessionService.createSession({ appName, userId, sessionId }).catch((error: unknown) => {
+  if ((error as { code?: string }).code !== 'ResourceInUse.SessionExists') throw error;
+});
 
 const appended: { invocationId: string; eventIds: string[] }[] = [];
 await Promise.all(
