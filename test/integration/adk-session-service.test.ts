@@ -110,6 +110,16 @@ describe('AdkSessionService: createSession', () => {
     expect(otherUser.state).toEqual({ 'app:tier': 'gold' });
   });
 
+  it('getOrCreateSession (ADK\'s base class) creates a missing session once and then returns it with its events', async () => {
+    const { service, appName, userId } = fresh();
+    const created = await service.getOrCreateSession({ appName, userId, sessionId: 'goc', state: { v: 1 } });
+    await service.appendEvent({ session: created, event: userEvent('hello') });
+    const again = await service.getOrCreateSession({ appName, userId, sessionId: 'goc', state: { v: 2 } });
+    expect(again.state).toEqual({ v: 1 });
+    expect(again.events.map((event) => event.content?.parts?.[0]?.text)).toEqual(['hello']);
+    expect(await rowsOf('sessions', 'goc')).toHaveLength(1);
+  });
+
   it('merges existing app and user state into a new session', async () => {
     const { service, appName, userId } = fresh();
     const first = await service.createSession({ appName, userId });
