@@ -115,6 +115,12 @@ describe('AgentSessionClient retries', () => {
     expect(busy.requests).toHaveLength(2);
   });
 
+  it('resends a createSessionSpace with onNameExists: reuse after a network error: a second one finds the first one\'s space', async () => {
+    const { fetch, requests } = scriptedFetch([new TypeError('fetch failed'), json(200, { spaceId: 'space-1' })]);
+    await expect(clientWith(fetch, []).createSessionSpace({ name: 'x', onNameExists: 'reuse' })).resolves.toMatchObject({ spaceId: 'space-1' });
+    expect(requests).toHaveLength(2);
+  });
+
   it('does not retry other errors, and renders the envelope', async () => {
     const { fetch, requests } = scriptedFetch([json(404, { error: { code: 'ResourceNotFound.Session', message: 'no', requestId: 'r3', details: { sessionId: 's1' } } })]);
     await expect(clientWith(fetch, []).describeSession(where)).rejects.toMatchObject({ code: 'ResourceNotFound.Session', status: 404, requestId: 'r3', details: { sessionId: 's1' } });

@@ -186,13 +186,14 @@ type PagedOperationId = 'listSessionSpaces' | 'listSpaceUsers' | 'listSessions' 
 /**
  * Whether sending the request again after a network error (the answer may have been lost after the
  * server acted) cannot do the work twice: reads, PUT/PATCH/DELETE (a second identical one changes
- * nothing more; a DELETE may then answer 404), appends (every event carries an eventId by now) and a
- * createSession that names its sessionId. Other POSTs create something new each time, so they are
+ * nothing more; a DELETE may then answer 404), appends (every event carries an eventId by now), a
+ * createSession that names its sessionId and a createSessionSpace with `onNameExists: reuse`. Other POSTs create something new each time, so they are
  * retried only on 429 and 503, which say the server did nothing.
  */
 export function repeatableAfterLostAnswer(id: OperationId, method: string, body: unknown): boolean {
   if (method !== 'POST') return true;
   if (id === 'appendEvents') return true;
   if (id === 'createSession') return typeof (body as { sessionId?: unknown } | undefined)?.sessionId === 'string';
+  if (id === 'createSessionSpace') return (body as { onNameExists?: unknown } | undefined)?.onNameExists === 'reuse';
   return false;
 }

@@ -38,6 +38,15 @@ export async function insertSpace(
     .executeTakeFirstOrThrow();
 }
 
+/**
+ * Serializes `onNameExists: reuse` creates of one name in one account until the transaction ends.
+ * The key is a 64-bit hash of (account, name): a collision only makes two unrelated names wait for
+ * each other, never merges them (the lookup that follows compares the name itself).
+ */
+export async function lockSpaceName(trx: Transaction<DB>, accountId: string, name: string): Promise<void> {
+  await sql`SELECT pg_advisory_xact_lock(hashtextextended(${JSON.stringify(['space-name', accountId, name])}, 0))`.execute(trx);
+}
+
 function matchesFilters(accountId: string, filters: SpaceFilters) {
   return (eb: ExpressionBuilder<DB, 'session_spaces'>) => {
     const conditions: Expression<SqlBool>[] = [eb('account_id', '=', accountId)];

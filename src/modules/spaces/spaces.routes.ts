@@ -14,13 +14,18 @@ export async function spacesRoutes(app: ZodApp, { db, pageTokens }: AppDeps): Pr
         tags: ['spaces'],
         summary: 'Create a session space',
         operationId: 'createSessionSpace',
+        description: 'Answers 201 with the new space; with `onNameExists: reuse`, 200 with the existing space of that name instead.',
         body: CreateSpaceBody,
-        response: { 201: SessionSpace, ...errorResponses('UnauthorizedOperation', 'LimitExceeded.RequestSize', 'UnsupportedMediaType') },
+        response: {
+          200: SessionSpace.describe('onNameExists: reuse found a space of this name: the oldest one, unchanged.'),
+          201: SessionSpace.describe('The new space.'),
+          ...errorResponses('UnauthorizedOperation', 'LimitExceeded.RequestSize', 'UnsupportedMediaType'),
+        },
       },
     },
     async (request, reply) => {
-      const space = await createSpace(db, request.principal.accountId, request.body);
-      return reply.code(201).send(space);
+      const { space, created } = await createSpace(db, request.principal, request.body);
+      return reply.code(created ? 201 : 200).send(space);
     },
   );
 

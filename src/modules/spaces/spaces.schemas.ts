@@ -54,6 +54,14 @@ export const CreateSpaceBody = z.strictObject({
   name: SpaceName,
   description: SpaceDescription.default('').describe(`At most ${SPACE_DESCRIPTION_MAX} characters (default empty).`),
   defaultTtlSeconds: DefaultTtlSeconds.nullable().optional().describe('Default lifetime of new sessions, in seconds; omitted or null: no expiry.'),
+  onNameExists: z
+    .enum(['create', 'reuse'])
+    .default('create')
+    .describe(
+      'create (default): names need not be unique, a new space is made. reuse: if a space of this name exists (one the caller may describe), ' +
+        'answer 200 with the oldest such space and change nothing; concurrent reuse creates of one name end with one space. ' +
+        'Adapters that map an application name to a space (e.g. the ADK session service) use it.',
+    ),
 });
 export type CreateSpaceInput = z.infer<typeof CreateSpaceBody>;
 

@@ -16,19 +16,35 @@ import {
   hasUserState,
   insertSpace,
   listSpaces,
+  lockSpaceName,
   updateSpace,
 } from './spaces.repository.js';
 import { type CreateSpaceInput, type ListSpacesInput, type ModifySpaceInput, type SpaceView, toSpaceView } from './spaces.schemas.js';
 
-export async function createSpace(db: Database, accountId: string, input: CreateSpaceInput): Promise<SpaceView> {
-  const row = await insertSpace(db, {
-    accountId,
-    spaceId: newSpaceId(),
-    name: input.name,
-    description: input.description,
-    defaultTtlSeconds: input.defaultTtlSeconds ?? null,
+export interface CreatedSpace {
+  space: SpaceView;
+  /** false when `onNameExists: reuse` found a space of that name. */
+  created: boolean;
+}
+
+/**
+ * Creates a space; with `onNameExists: 'reuse'`, first looks for the oldest space of that name the
+ * caller may describe. The reuse path runs under a transaction-scoped advisory lock on (account,
+ * name), so two callers reusing one name at once cannot both miss and both insert: the second waits
+ * for the first to commit and then finds its space. Plain creates take no lock: names are not unique.
+ */
+export async function createSpace(db: Database, principal: Principal, input: CreateSpaceInput): Promise<CreatedSpace> {
+  const { accountId } = principal;
+  const newSpace = { accountId, spaceId: newSpaceId(), name: input.name, description: input.description, defaultTtlSeconds: input.defaultTtlSeconds ?? null };
+  if (input.onNameExists !== 'reuse') return { space: toSpaceView(await insertSpace(db, newSpace)), created: true };
+
+  const visibility = principal.kind === 'root' ? undefined : visibleSpaces(principal.statements, 'session:DescribeSessionSpaces');
+  return db.transaction().execute(async (trx) => {
+    await lockSpaceName(trx, accountId, input.name);
+    const [existing] = await listSpaces(trx, accountId, { name: input.name, visibility }, undefined, 1);
+    if (existing) return { space: toSpaceView(existing), created: false };
+    return { space: toSpaceView(await insertSpace(trx, newSpace)), created: true };
   });
-  return toSpaceView(row);
 }
 
 export async function describeSpace(db: Database, accountId: string, spaceId: string): Promise<SpaceView> {

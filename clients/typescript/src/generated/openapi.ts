@@ -68,7 +68,10 @@ export interface paths {
          */
         get: operations["listSessionSpaces"];
         put?: never;
-        /** Create a session space */
+        /**
+         * Create a session space
+         * @description Answers 201 with the new space; with `onNameExists: reuse`, 200 with the existing space of that name instead.
+         */
         post: operations["createSessionSpace"];
         delete?: never;
         options?: never;
@@ -1024,11 +1027,30 @@ export interface operations {
                     description?: string;
                     /** @description Default lifetime of new sessions, in seconds; omitted or null: no expiry. */
                     defaultTtlSeconds?: number | null;
+                    /**
+                     * @description create (default): names need not be unique, a new space is made. reuse: if a space of this name exists (one the caller may describe), answer 200 with the oldest such space and change nothing; concurrent reuse creates of one name end with one space. Adapters that map an application name to a space (e.g. the ADK session service) use it.
+                     * @default create
+                     * @enum {string}
+                     */
+                    onNameExists?: "create" | "reuse";
                 };
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description onNameExists: reuse found a space of this name: the oldest one, unchanged. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SessionSpace"];
+                };
+            };
+            /** @description The new space. */
             201: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
