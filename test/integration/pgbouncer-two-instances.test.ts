@@ -8,6 +8,8 @@
 // PostgreSQL only: PgBouncer pools connections to a PostgreSQL server, and PGlite is one session
 // inside the service's own process, reachable through nothing but its private socket.
 import { randomBytes } from 'node:crypto';
+import { readdir } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { issueCredential } from '../../src/modules/accounts/credentials.js';
@@ -16,6 +18,7 @@ import { type PrivatePgBouncer, startPrivatePgBouncer } from '../support/private
 import { type ServiceProcess, freePort, killServiceProcess, sleep, startServiceProcess, waitUntilReady } from '../support/service-process.js';
 
 const backend = inject('testBackend');
+const MIGRATIONS_DIR = fileURLToPath(new URL('../../migrations/', import.meta.url));
 
 // Server connections PgBouncer may open for the database; each instance's pool is larger.
 const SERVER_CONNECTIONS = 4;
@@ -43,6 +46,7 @@ describe.runIf(backend.kind === 'postgres')('two instances through PgBouncer in 
   const adminUrl = backend.kind === 'postgres' ? backend.adminUrl : 'postgres://x/y';
   const directUrl = withDatabase(adminUrl, database);
   const token = issueCredential().token;
+  const pooledRole = `${database}_pooled`;
   let admin: pg.Client;
   let bouncer: PrivatePgBouncer;
   const services: ServiceProcess[] = [];
@@ -61,12 +65,21 @@ describe.runIf(backend.kind === 'postgres')('two instances through PgBouncer in 
   beforeAll(async () => {
     admin = new pg.Client({ connectionString: adminUrl });
     await admin.connect();
-    await admin.query(`CREATE DATABASE "${database}" TEMPLATE "${backend.kind === 'postgres' ? backend.template : ''}"`);
+    // Empty: the first instance applies the migrations at start. The pooled connections act as a
+    // role that may read and write rows but not create anything (the usual split between the
+    // service's role and the owner's): a migration sent through the pooler would fail, so the
+    // start succeeds only if the migrations take the direct connection.
+    await admin.query(`CREATE DATABASE "${database}"`);
+    await admin.query(`CREATE ROLE "${pooledRole}" NOLOGIN`);
+    const owner = new pg.Client({ connectionString: directUrl });
+    await owner.connect();
+    await owner.query(`ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO "${pooledRole}"`);
+    await owner.end();
     // The service sends no session settings through a pooler: the server connections get them here.
     bouncer = await startPrivatePgBouncer({
       upstream: adminUrl,
       poolSize: SERVER_CONNECTIONS,
-      connectQuery: 'SET statement_timeout = 60000; SET idle_in_transaction_session_timeout = 60000',
+      connectQuery: `SET ROLE "${pooledRole}"; SET statement_timeout = 60000; SET idle_in_transaction_session_timeout = 60000`,
     });
     for (const name of ['A', 'B']) {
       const service = startServiceProcess({
@@ -92,8 +105,33 @@ describe.runIf(backend.kind === 'postgres')('two instances through PgBouncer in 
     await Promise.race([Promise.all(services.map((service) => service.exited)), deadline]);
     await bouncer?.remove();
     await admin?.query(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`);
+    await admin?.query(`DROP ROLE IF EXISTS "${pooledRole}"`);
     await admin?.end();
   }, 60_000);
+
+  it('migrated over the direct connection: every migration applied, none left holding a lock', async () => {
+    const direct = new pg.Client({ connectionString: directUrl });
+    await direct.connect();
+    try {
+      const applied = (await direct.query<{ name: string }>('SELECT name FROM kysely_migration ORDER BY name')).rows.map((row) => row.name);
+      const files = (await readdir(MIGRATIONS_DIR)).filter((file) => file.endsWith('.sql')).map((file) => file.replace(/\.sql$/, '')).sort();
+      expect(applied).toEqual(files);
+      // Kysely's migration lock is session-level, released with its session (the direct one).
+      const locks = await direct.query<{ n: string }>(`SELECT count(*) AS n FROM pg_locks l JOIN pg_database d ON d.oid = l.database WHERE l.locktype = 'advisory' AND d.datname = $1`, [database]);
+      expect(Number(locks.rows[0]!.n)).toBe(0);
+      // The pooled connections really are the restricted role (what makes the start a proof).
+      const pooled = new pg.Client({ connectionString: bouncer.url(database) });
+      await pooled.connect();
+      try {
+        expect((await pooled.query<{ role: string }>('SELECT current_user AS role')).rows[0]!.role).toBe(pooledRole);
+        await expect(pooled.query('CREATE TABLE through_the_pooler (x integer)')).rejects.toThrow(/permission denied/);
+      } finally {
+        await pooled.end();
+      }
+    } finally {
+      await direct.end();
+    }
+  });
 
   it('concurrent creates, appends and replays on shared sessions: seq 1..n, each acknowledged event once, no lost key, no 5xx', { timeout: 120_000 }, async () => {
     const [a, b] = services as [ServiceProcess, ServiceProcess];
