@@ -6,8 +6,12 @@
 //      concurrent workers over a pool opened exactly as the service opens its own;
 //   4. the minimal transaction of the issue (BEGIN; UPDATE … RETURNING; INSERT; COMMIT) on a
 //      minimal schema, by pgbench with 32 clients (see minimal-transaction.ts);
-//   5. the same as one statement (WITH s AS (UPDATE …) INSERT …), by pgbench.
-// Then the ratios the issue sets targets for: HTTP ÷ minimal transaction (≥ 0.5), batch events/s ÷
+//   5. the same as one statement (WITH s AS (UPDATE …) INSERT …), by pgbench;
+//   6. run 1 again through PgBouncer in transaction mode: a second server process whose
+//      DATABASE_URL is a private PgBouncer (its pool as large as the direct server's pool, so the
+//      figure is the pooler's own cost) and DATABASE_DIRECT_URL the database itself. On by default
+//      when `pgbouncer` is installed; BENCH_PGBOUNCER=0 leaves it out, =1 requires it.
+// Then the ratios the issue sets targets for (and, with run 6, through PgBouncer ÷ direct): HTTP ÷ minimal transaction (≥ 0.5), batch events/s ÷
 // single events/s (≥ 3), and HTTP ÷ own transaction; server CPU per append and RSS; and whether
 // every acknowledged append is in the database.
 //
@@ -37,6 +41,7 @@ import { type CpuPerOperation, cpuMeter } from './cpu-meter.js';
 import { MINIMAL_SCRIPTS, type MinimalScript, countMinimalEvents, createMinimalSchema, runPgbench } from './minimal-transaction.js';
 import { freePort, rssOfProcess, startServer, stopServer, waitReady } from './server-process.js';
 import { createBenchDatabase, percentile, rssMiB } from './support.js';
+import { findPgBouncer, type PrivatePgBouncer, startPrivatePgBouncer } from '../test/support/private-pgbouncer.js';
 
 const DURATION_S = Number(process.env.BENCH_DURATION ?? 20);
 const WARMUP_S = Number(process.env.BENCH_WARMUP ?? 5);
@@ -46,6 +51,7 @@ const CONNECTIONS = 32;
 const SESSIONS_PER_USER = 10;
 const BATCH_EVENTS = 10;
 const RUN = randomBytes(3).toString('hex');
+const PGBOUNCER = process.env.BENCH_PGBOUNCER === '0' ? false : process.env.BENCH_PGBOUNCER === '1' || findPgBouncer() !== undefined;
 
 const RUNS = {
   single: 'service over HTTP, 1 event',
@@ -53,6 +59,7 @@ const RUNS = {
   own: "service's appendEvents through pg",
   minimal: 'minimal transaction (pgbench)',
   oneStatement: 'minimal, one statement (pgbench)',
+  pgbouncer: 'HTTP, 1 event, through PgBouncer',
 } as const;
 type RunName = keyof typeof RUNS;
 const PGBENCH_SCRIPTS: Record<'minimal' | 'oneStatement', MinimalScript> = {
@@ -126,6 +133,8 @@ async function main(): Promise<void> {
   const setup = await openDatabase({ kind: 'postgres', url, poolMax: 4, statementTimeoutMs: 60_000, connectTimeoutMs: 10_000 });
   const service = serviceConfig(url);
   let server: ChildProcess | undefined;
+  let pooledServer: ChildProcess | undefined;
+  let bouncer: PrivatePgBouncer | undefined;
   let own: DatabaseHandle | undefined;
   let keep = Boolean(process.env.BENCH_KEEP_DATABASE);
   try {
@@ -145,20 +154,35 @@ async function main(): Promise<void> {
     };
     await waitReady(bench.base, server);
     await createSessions(bench);
+    let pooledBench: Bench | undefined;
+    if (PGBOUNCER) {
+      // As the docs say to run it: no session settings from the service, so the pooler sets them.
+      bouncer = await startPrivatePgBouncer({
+        upstream: url,
+        poolSize: POOL_MAX,
+        connectQuery: `SET statement_timeout = ${service.database.statementTimeoutMs}; SET idle_in_transaction_session_timeout = ${service.database.statementTimeoutMs}`,
+      });
+      const pooledPort = await freePort();
+      pooledServer = startServer(bouncer.url(name), pooledPort, { env: { DB_POOL_MAX: String(POOL_MAX), DATABASE_DIRECT_URL: url } });
+      pooledBench = { ...bench, base: `http://127.0.0.1:${pooledPort}` };
+      await waitReady(pooledBench.base, pooledServer);
+    }
 
     // Run 3's pool is opened exactly as the service opens its own (size, timeouts, type parsers).
     own = await openDatabase(service.database);
     const version = (await setup.pool.query('SHOW server_version')).rows[0].server_version;
     console.log(
       `PostgreSQL ${version}, database ${name}; pool ${POOL_MAX} (the server's and run 3's), ${CONNECTIONS} concurrent clients, ` +
-        `${SESSIONS} sessions, ${DURATION_S} s per run after ${WARMUP_S} s of warm-up, ${ROUNDS} round(s)`,
+        `${SESSIONS} sessions, ${DURATION_S} s per run after ${WARMUP_S} s of warm-up, ${ROUNDS} round(s)` +
+        (bouncer ? `; run 6 through ${String((await bouncer.show('VERSION'))[0]!.version)}, pool_mode = transaction, default_pool_size = ${POOL_MAX}` : '; no PgBouncer run'),
     );
     await printCapturedAppend(own, service.limits, bench);
 
     const acknowledged: string[] = [];
     let pgbenchTransactions = 0;
-    const results: Record<RunName, RunResult[]> = { single: [], batch: [], own: [], minimal: [], oneStatement: [] };
-    const cpu: Record<RunName, CpuPerOperation[]> = { single: [], batch: [], own: [], minimal: [], oneStatement: [] };
+    const results: Record<RunName, RunResult[]> = { single: [], batch: [], own: [], minimal: [], oneStatement: [], pgbouncer: [] };
+    const cpu: Record<RunName, CpuPerOperation[]> = { single: [], batch: [], own: [], minimal: [], oneStatement: [], pgbouncer: [] };
+    const runs = (Object.keys(RUNS) as RunName[]).filter((run) => run !== 'pgbouncer' || pooledBench);
     const rows: Record<string, string>[] = [];
     const runMinimal = async (target: string, run: 'minimal' | 'oneStatement', seconds: number): Promise<RunResult> => {
       const result = await runPgbench(target, MINIMAL_SCRIPTS[PGBENCH_SCRIPTS[run]](SESSIONS, SESSIONS_PER_USER), CONNECTIONS, seconds);
@@ -171,12 +195,14 @@ async function main(): Promise<void> {
       own: (seconds, ids) => runServiceAppend(own!.db, service.limits, bench, seconds, ids),
       minimal: (seconds) => runMinimal(url, 'minimal', seconds),
       oneStatement: (seconds) => runMinimal(url, 'oneStatement', seconds),
+      pgbouncer: (seconds, ids) => runHttp(pooledBench!, 1, seconds, ids),
     };
 
     for (let round = 1; round <= ROUNDS; round++) {
-      for (const run of Object.keys(RUNS) as RunName[]) {
+      for (const run of runs) {
         if (WARMUP_S > 0) await operations[run](WARMUP_S, acknowledged);
-        const meter = await cpuMeter(setup.pool, name, server.pid!);
+        const serving = run === 'pgbouncer' ? pooledServer! : server;
+        const meter = await cpuMeter(setup.pool, name, serving.pid!);
         const windowStart = process.hrtime.bigint() / 1000n; // µs of CLOCK_MONOTONIC, the clock of .cpuprofile timestamps
         const result = await operations[run](DURATION_S, acknowledged);
         const windowEnd = process.hrtime.bigint() / 1000n;
@@ -185,7 +211,7 @@ async function main(): Promise<void> {
         if (result.failed > 0) console.log(`round ${round}, ${RUNS[run]}: ${result.failed} failed: ${JSON.stringify(result.statuses ?? {})}`);
         results[run].push(result);
         cpu[run].push(used);
-        const http = run === 'single' || run === 'batch';
+        const http = run === 'single' || run === 'batch' || run === 'pgbouncer';
         const pgbench = run === 'minimal' || run === 'oneStatement';
         rows.push({
           round: String(round),
@@ -199,7 +225,7 @@ async function main(): Promise<void> {
           'CPU ms: server': http ? used.server.toFixed(2) : '-',
           postgres: pgbench ? '-' : used.postgres.toFixed(2),
           'this process': pgbench ? '-' : used.bench.toFixed(2),
-          'server RSS MiB': rssOfProcess(server.pid!).toFixed(1),
+          'server RSS MiB': rssOfProcess(serving.pid!).toFixed(1),
         });
       }
     }
@@ -210,7 +236,7 @@ async function main(): Promise<void> {
     const perSecond = (run: RunName) => results[run].map((r) => r.perSecond);
     const ratio = (a: RunName, b: RunName, eventsA = 1, eventsB = 1) => median(results[a].map((r, i) => (r.perSecond * eventsA) / (results[b][i]!.perSecond * eventsB)));
     console.log(`\nsummary (median of ${ROUNDS} round(s))`);
-    for (const run of Object.keys(RUNS) as RunName[]) {
+    for (const run of runs) {
       const events = results[run][0]!.eventsPerOperation;
       console.log(`  ${RUNS[run].padEnd(36)} ${median(perSecond(run)).toFixed(0).padStart(7)}/s${events > 1 ? ` = ${(median(perSecond(run)) * events).toFixed(0)} events/s` : ''}`);
     }
@@ -219,6 +245,7 @@ async function main(): Promise<void> {
     console.log(`  HTTP append ÷ service's appendEvents:    ${ratio('single', 'own').toFixed(2)}`);
     console.log(`  appendEvents ÷ minimal transaction:      ${ratio('own', 'minimal').toFixed(2)}`);
     console.log(`  batch events/s ÷ single events/s:        ${ratio('batch', 'single', BATCH_EVENTS, 1).toFixed(2)}  (target ≥ 3)`);
+    if (pooledBench) console.log(`  HTTP through PgBouncer ÷ HTTP direct:     ${ratio('pgbouncer', 'single').toFixed(2)}  (${median(perSecond('pgbouncer')).toFixed(0)}/s vs ${median(perSecond('single')).toFixed(0)}/s)`);
     const serverCpu = median(cpu.single.map((c) => c.server));
     const batchCpu = median(cpu.batch.map((c) => c.server));
     console.log(`  server CPU per append: ${serverCpu.toFixed(2)} ms (1 event); ${batchCpu.toFixed(2)} ms per batch request = ${(batchCpu / BATCH_EVENTS).toFixed(2)} ms per event`);
@@ -239,6 +266,8 @@ async function main(): Promise<void> {
   } finally {
     await own?.close();
     if (server) await stopServer(server);
+    if (pooledServer) await stopServer(pooledServer);
+    await bouncer?.remove();
     await setup.close();
     if (keep) console.log(`kept database ${name} for inspection`);
     else await drop();

@@ -14,7 +14,7 @@ import { clientErrorHandler, registerShutdownRefusal } from './http/connection-e
 import { registerErrorHandling, renderFrameworkError } from './http/error-handler.js';
 import { metricsRoutes, registerMetrics } from './http/metrics.js';
 import { openapiTransformObject } from './http/openapi-document.js';
-import { registerRateLimit } from './http/rate-limit.js';
+import { type RateLimitRedis, registerRateLimit } from './http/rate-limit.js';
 import { registerRequestTextRules } from './http/request-text.js';
 import type { AppDeps, ZodApp } from './http/zod-app.js';
 import type { PoolStats } from './lib/metrics-registry.js';
@@ -43,11 +43,13 @@ export interface BuildAppOptions {
    * credential. The app owns it from here: closing the app closes its listener.
    */
   credentialCache?: ListeningCredentialCache | undefined;
+  /** REDIS_URL's client (connectRateLimitRedis): the rate limit is counted there, across instances. Closed with the app. */
+  rateLimitRedis?: RateLimitRedis | undefined;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
-export async function buildApp({ db, limits, credentialMasterKey, pageTokenKey, logger = false, pool, metricsToken, credentialCache }: BuildAppOptions): Promise<FastifyInstance> {
+export async function buildApp({ db, limits, credentialMasterKey, pageTokenKey, logger = false, pool, metricsToken, credentialCache, rateLimitRedis }: BuildAppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     ...(logger ? { loggerInstance: logger } : { logger: false }),
     bodyLimit: limits.bodyBytes,
@@ -122,6 +124,7 @@ export async function buildApp({ db, limits, credentialMasterKey, pageTokenKey, 
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
   if (credentialCache) app.addHook('onClose', () => credentialCache.close());
+  if (rateLimitRedis) app.addHook('onClose', () => rateLimitRedis.client.quit().then(() => undefined, () => rateLimitRedis.client.disconnect()));
   const cache = credentialCache?.cache;
   const deps: AppDeps = {
     db,
@@ -137,7 +140,7 @@ export async function buildApp({ db, limits, credentialMasterKey, pageTokenKey, 
     async (scope) => {
       registerAuthentication(scope, (authorization) => authenticate(db, authorization, cache));
       registerAuthorization(scope, (accountId, spaceId) => findSpaceOrThrow(db, accountId, spaceId));
-      await registerRateLimit(scope, limits);
+      await registerRateLimit(scope, limits, rateLimitRedis);
       await v1Routes(scope as ZodApp, deps);
     },
     { prefix: '/v1' },

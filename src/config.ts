@@ -13,6 +13,19 @@ const environmentSchema = z.object({
     .string()
     .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')
     .optional(),
+  // Set when DATABASE_URL goes through a pooler in transaction mode (PgBouncer): migrations and
+  // LISTEN need a session of their own and use this direct connection to PostgreSQL instead.
+  DATABASE_DIRECT_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')
+    .optional(),
+  // Shares the per-credential rate limit between instances (ioredis URL, e.g. redis://127.0.0.1:6379).
+  REDIS_URL: z
+    .string()
+    .regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL')
+    .optional(),
+  // Prefix of the rate-limit keys in Redis, so several deployments (or test runs) can share one server.
+  REDIS_KEY_PREFIX: z.string().min(1).max(100).default('agent-session-service:rate-limit:'),
   DATA_DIR: z.string().min(1).default('./data'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   ROOT_API_KEY: z
@@ -35,7 +48,8 @@ const environmentSchema = z.object({
   DB_STATEMENT_TIMEOUT_MS: int(100, 10_000),
   DB_CONNECT_TIMEOUT_MS: int(100, 5_000),
   // false behind a pooler that cannot keep prepared statements (PgBouncer before 1.21, or without
-  // max_prepared_statements in transaction mode): the per-turn reads are then sent unnamed.
+  // max_prepared_statements in transaction mode): the per-turn reads are then sent unnamed. With
+  // DATABASE_DIRECT_URL set (a pooler) the default is false; true opts in (PgBouncer 1.21+).
   DB_PREPARED_STATEMENTS: z.enum(['true', 'false']).optional(),
   MAX_BODY_BYTES: int(1 * KiB, 1 * MiB),
   MAX_EVENT_BYTES: int(1 * KiB, 256 * KiB),
@@ -75,7 +89,7 @@ export interface Limits {
   filters: number;
   /** Session lists querying at once per instance (bench/list-contention.ts). */
   listConcurrency: number;
-  /** Requests per credential per window and instance; 0 turns rate limiting off. */
+  /** Requests per credential per window (per instance, or across all with Redis); 0 turns rate limiting off. */
   rateLimitMax: number;
   rateLimitWindowMs: number;
   /** Time to receive a request's headers; at most requestTimeoutMs (Node refuses more). */
@@ -90,7 +104,16 @@ export interface Config {
   port: number;
   host: string;
   database:
-    | { kind: 'postgres'; url: string; poolMax: number; statementTimeoutMs: number; connectTimeoutMs: number; preparedStatements?: boolean | undefined }
+    | {
+        kind: 'postgres';
+        url: string;
+        /** DATABASE_DIRECT_URL: set when `url` is a transaction pooler. */
+        directUrl?: string | undefined;
+        poolMax: number;
+        statementTimeoutMs: number;
+        connectTimeoutMs: number;
+        preparedStatements?: boolean | undefined;
+      }
     | { kind: 'pglite'; dataDir: string; statementTimeoutMs: number };
   logLevel: z.infer<typeof environmentSchema>['LOG_LEVEL'];
   rootApiKey: string | undefined;
@@ -105,6 +128,8 @@ export interface Config {
   sweeper: { intervalMs: number; batchSize: number };
   /** Most credentials the verified-credential cache holds; 0 turns the cache off. */
   credentialCacheSize: number;
+  /** REDIS_URL and the key prefix, or undefined: the rate limit then counts per instance. */
+  redis: { url: string; keyPrefix: string } | undefined;
 }
 
 export class ConfigError extends Error {
@@ -143,6 +168,9 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     throw new ConfigError(`Invalid environment:\n${lines.join('\n')}`);
   }
   const e = parsed.data;
+  if (e.DATABASE_DIRECT_URL && !e.DATABASE_URL) {
+    throw new ConfigError('Invalid environment:\n  DATABASE_DIRECT_URL: needs DATABASE_URL (the pooled connection) as well');
+  }
   if (e.HTTP_HEADERS_TIMEOUT_MS > e.HTTP_REQUEST_TIMEOUT_MS) {
     throw new ConfigError('Invalid environment:\n  HTTP_HEADERS_TIMEOUT_MS: must be at most HTTP_REQUEST_TIMEOUT_MS (the headers are part of the request)');
   }
@@ -153,6 +181,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       ? {
           kind: 'postgres',
           url: e.DATABASE_URL,
+          directUrl: e.DATABASE_DIRECT_URL,
           poolMax: e.DB_POOL_MAX,
           statementTimeoutMs: e.DB_STATEMENT_TIMEOUT_MS,
           connectTimeoutMs: e.DB_CONNECT_TIMEOUT_MS,
@@ -167,5 +196,6 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     limits: limitsFrom(e),
     sweeper: { intervalMs: e.SWEEP_INTERVAL_MS, batchSize: e.SWEEP_BATCH_SIZE },
     credentialCacheSize: e.CREDENTIAL_CACHE_SIZE,
+    redis: e.REDIS_URL ? { url: e.REDIS_URL, keyPrefix: e.REDIS_KEY_PREFIX } : undefined,
   };
 }

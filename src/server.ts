@@ -9,17 +9,21 @@ import { buildApp } from './app.js';
 import { ConfigError, loadConfig } from './config.js';
 import { openDatabase } from './db/connect.js';
 import { migrateToLatest } from './db/migrate.js';
+import { connectRateLimitRedis, rateLimitRedisReady } from './http/rate-limit.js';
 import { ensureEmbeddedAccount } from './modules/accounts/accounts.service.js';
 import { startCredentialCache } from './modules/accounts/credential-cache-listener.js';
 import { type ExpirySweeper, startExpirySweeper } from './modules/sessions/expiry-sweeper.js';
 import { resolvePageTokenKey } from './page-token-key.js';
+
+// How long the start waits for REDIS_URL's server before it serves without it.
+const REDIS_START_WAIT_MS = 2_000;
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
   const logger = pino({ level: config.logLevel, redact: ['req.headers.authorization', 'headers.authorization'] });
 
   const database = await openDatabase(config.database);
-  const applied = await migrateToLatest(database.db);
+  const applied = await database.onDirectConnection(migrateToLatest);
   logger.info({ backend: database.kind, applied }, 'database ready');
   // After the database: in embedded mode the data directory exists now.
   const pageTokenKey = await resolvePageTokenKey(config, logger);
@@ -36,6 +40,10 @@ async function main(): Promise<void> {
 
   // Listens for credential changes on its own connection; closed with the app.
   const credentialCache = config.credentialCacheSize > 0 ? startCredentialCache(database.listen, { maxEntries: config.credentialCacheSize, logger }) : undefined;
+  const rateLimitRedis = config.redis ? connectRateLimitRedis(config.redis.url, config.redis.keyPrefix, logger) : undefined;
+  if (rateLimitRedis && !(await rateLimitRedisReady(rateLimitRedis, REDIS_START_WAIT_MS))) {
+    logger.warn({}, 'rate limit: Redis did not answer at start; serving uncounted until it does');
+  }
   const app = await buildApp({
     db: database.db,
     pool: database.pool,
@@ -45,6 +53,7 @@ async function main(): Promise<void> {
     pageTokenKey,
     logger,
     credentialCache,
+    rateLimitRedis,
   });
   closeWithGrace({ delay: 10_000, logger }, async ({ signal, err }) => {
     if (err) logger.error({ err }, 'shutting down after an error');

@@ -95,7 +95,7 @@ async function main(argv: string[]): Promise<number> {
   const config = loadConfig(process.env);
   const database = await openDatabase(config.database);
   try {
-    await migrateToLatest(database.db);
+    await database.onDirectConnection(migrateToLatest);
     return await command(database.db, config.credentialMasterKey);
   } catch (error) {
     if (error instanceof AccountExistsError || error instanceof AccountNotFoundError) {

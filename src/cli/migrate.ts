@@ -6,7 +6,7 @@ import { migrateToLatest } from '../db/migrate.js';
 const config = loadConfig(process.env);
 const database = await openDatabase(config.database);
 try {
-  const applied = await migrateToLatest(database.db);
+  const applied = await database.onDirectConnection(migrateToLatest);
   console.log(applied.length ? `applied: ${applied.join(', ')}` : 'already up to date');
 } finally {
   await database.close();

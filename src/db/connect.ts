@@ -20,10 +20,15 @@ export type DatabaseOptions =
   | {
       kind: 'postgres';
       url: string;
+      /**
+       * A direct connection to PostgreSQL, set when `url` goes through a pooler in transaction
+       * mode (PgBouncer): see openDatabase.
+       */
+      directUrl?: string | undefined;
       poolMax: number;
       statementTimeoutMs: number;
       connectTimeoutMs: number;
-      /** Send the registered per-turn reads as named statements (default true; see prepared-statements.ts). */
+      /** Send the registered per-turn reads as named statements (default true, false behind a pooler; see prepared-statements.ts). */
       preparedStatements?: boolean | undefined;
     }
   | {
@@ -44,6 +49,12 @@ export interface DatabaseHandle {
    * the handle.
    */
   listen: Listen;
+  /**
+   * Runs `work` where a database session lasts as long as the work: the direct connection when
+   * the pool goes through a transaction pooler, the pool otherwise. Migrations run here (Kysely's
+   * migrator holds a session-level advisory lock while it applies them).
+   */
+  onDirectConnection<T>(work: (db: Database) => Promise<T>): Promise<T>;
   close(): Promise<void>;
 }
 
@@ -75,8 +86,23 @@ function keepBrokenClientsFromCrashing(pool: pg.Pool): void {
   pool.on('error', () => {});
 }
 
+/**
+ * With `directUrl` set, `url` is taken to be a pooler in transaction mode, where each transaction
+ * may run on another server connection and nothing of a session survives it. So there:
+ * - LISTEN and the migrations use the direct connection (a listener on a pooled connection would
+ *   hear nothing once its LISTEN's transaction ended; the migration lock is session-level);
+ * - the pool sends no session settings at connect time (PgBouncer refuses statement_timeout and
+ *   idle_in_transaction_session_timeout as startup parameters): set them on the server side for
+ *   the service's role, or in the pooler's connect_query (README, Operations);
+ * - the per-turn reads go unnamed unless preparedStatements is true (PgBouncer 1.21+ with
+ *   max_prepared_statements keeps named statements; 1.18 does not).
+ */
 export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHandle> {
   if (options.kind === 'postgres') {
+    const pooled = options.directUrl !== undefined;
+    const sessionSettings = pooled
+      ? {}
+      : { statement_timeout: options.statementTimeoutMs, idle_in_transaction_session_timeout: options.statementTimeoutMs };
     const pool = new pg.Pool({
       connectionString: options.url,
       max: options.poolMax,
@@ -86,18 +112,19 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
       // the wait for its answer on the client (a server that stopped answering), and a
       // transaction left open by a client that went away.
       connectionTimeoutMillis: options.connectTimeoutMs,
-      statement_timeout: options.statementTimeoutMs,
+      ...sessionSettings,
       query_timeout: options.statementTimeoutMs + QUERY_TIMEOUT_MARGIN_MS,
-      idle_in_transaction_session_timeout: options.statementTimeoutMs,
       // Detects a peer that vanished without closing the socket (host down, network cut).
       keepAlive: true,
       keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS,
       types,
     });
     keepBrokenClientsFromCrashing(pool);
-    const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: options.preparedStatements === false ? pool : withPreparedStatements(pool) }) });
+    const named = options.preparedStatements ?? !pooled;
+    const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: named ? withPreparedStatements(pool) : pool }) });
+    const directUrl = options.directUrl ?? options.url;
     const listenerClient: pg.ClientConfig = {
-      connectionString: options.url,
+      connectionString: directUrl,
       application_name: APPLICATION_NAME,
       connectionTimeoutMillis: options.connectTimeoutMs,
       // Bounds the heartbeat: a server that stopped answering counts as lost.
@@ -106,7 +133,20 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
       keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS,
     };
     const listen: Listen = (channel, handlers) => listenOnDedicatedClient(channel, handlers, { client: listenerClient });
-    return { db, kind: 'postgres', pool, listen, close: () => db.destroy() };
+    const onDirectConnection = async <T>(work: (db: Database) => Promise<T>): Promise<T> => {
+      if (!pooled) return work(db);
+      const direct = new Kysely<DB>({
+        dialect: new PostgresDialect({
+          pool: new pg.Pool({ connectionString: directUrl, max: 1, application_name: APPLICATION_NAME, connectionTimeoutMillis: options.connectTimeoutMs, types }),
+        }),
+      });
+      try {
+        return await work(direct);
+      } finally {
+        await direct.destroy();
+      }
+    };
+    return { db, kind: 'postgres', pool, listen, onDirectConnection, close: () => db.destroy() };
   }
   return openPglite(options.dataDir, options.statementTimeoutMs, options.snapshot);
 }
@@ -138,6 +178,7 @@ async function openPglite(dataDir: string | undefined, statementTimeoutMs: numbe
     kind: 'pglite',
     pool,
     listen: listenOnSinglePool(pool),
+    onDirectConnection: (work) => work(db),
     async close() {
       await db.destroy();
       await server.stop();

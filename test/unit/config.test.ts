@@ -46,6 +46,20 @@ describe('loadConfig', () => {
     });
   });
 
+  it('takes DATABASE_DIRECT_URL beside DATABASE_URL (a pooler), and refuses it alone', () => {
+    const config = loadConfig({ DATABASE_URL: 'postgres://app@pgbouncer:6432/sessions', DATABASE_DIRECT_URL: 'postgres://app@db:5432/sessions' });
+    expect(config.database).toMatchObject({ kind: 'postgres', url: 'postgres://app@pgbouncer:6432/sessions', directUrl: 'postgres://app@db:5432/sessions' });
+    expect(() => loadConfig({ DATABASE_DIRECT_URL: 'postgres://app@db:5432/sessions' })).toThrow(/DATABASE_DIRECT_URL: needs DATABASE_URL/);
+    expect(() => loadConfig({ DATABASE_URL: 'postgres://a@b/c', DATABASE_DIRECT_URL: 'mysql://db/sessions' })).toThrow(/DATABASE_DIRECT_URL: must be a postgres:\/\/ or postgresql:\/\/ URL/);
+  });
+
+  it('takes REDIS_URL with a default key prefix, and names a bad one', () => {
+    expect(loadConfig({}).redis).toBeUndefined();
+    expect(loadConfig({ REDIS_URL: 'redis://127.0.0.1:6379' }).redis).toEqual({ url: 'redis://127.0.0.1:6379', keyPrefix: 'agent-session-service:rate-limit:' });
+    expect(loadConfig({ REDIS_URL: 'rediss://cache:6380/2', REDIS_KEY_PREFIX: 'prod:' }).redis).toEqual({ url: 'rediss://cache:6380/2', keyPrefix: 'prod:' });
+    expect(() => loadConfig({ REDIS_URL: 'http://cache' })).toThrow(/REDIS_URL: must be a redis:\/\/ or rediss:\/\/ URL/);
+  });
+
   it('chooses PostgreSQL when DATABASE_URL is set, with the pool settings', () => {
     const config = loadConfig({ DATABASE_URL: 'postgres://app@db:5432/sessions', DB_POOL_MAX: '4', DB_STATEMENT_TIMEOUT_MS: '2500' });
     expect(config.database).toEqual({
