@@ -3,6 +3,7 @@ import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { openDatabase } from '../../src/db/connect.js';
+import { createAccount } from '../../src/modules/accounts/accounts.service.js';
 import type { DB } from '../../src/db/schema.js';
 import { startExpirySweeper, sweepExpiredSessions } from '../../src/modules/sessions/expiry-sweeper.js';
 import { insertSession, insertSpace } from '../support/fixtures.js';
@@ -30,10 +31,15 @@ interface Key {
 }
 
 /** Sessions inserted directly, `events` events each, expired a minute ago when `expired`. */
-async function seed(spaceId: string, userId: string, count: number, options: { expired?: boolean; expireIn?: string; events?: number } = {}): Promise<Key[]> {
+async function seed(
+  spaceId: string,
+  userId: string,
+  count: number,
+  options: { expired?: boolean; expireIn?: string; events?: number; accountId?: string } = {},
+): Promise<Key[]> {
   const keys: Key[] = [];
   for (const _ of range(count)) {
-    const key = { accountId: t.account.accountId, spaceId, userId, sessionId: `s-${randomUUID()}` };
+    const key = { accountId: options.accountId ?? t.account.accountId, spaceId, userId, sessionId: `s-${randomUUID()}` };
     await insertSession(t.db, key);
     const events = options.events ?? 0;
     if (events > 0) {
@@ -107,6 +113,23 @@ describe('sweepExpiredSessions', () => {
       ['carol', 1],
     ]);
     expect(await sweepExpiredSessions(t.db, { batchSize: 100 })).toBe(0);
+  });
+
+  it('sweeps the expired sessions of several accounts in one batch, each account in its own transaction', async () => {
+    const other = await createAccount(t.db, `sweep-other-${randomUUID()}`);
+    const ours = await insertSpace(t.db, t.account.accountId);
+    const theirs = await insertSpace(t.db, other.accountId);
+    await seed(ours, 'alice', 2, { expired: true, events: 1 });
+    await seed(theirs, 'zoe', 3, { expired: true, events: 2, accountId: other.accountId });
+    const [theirLive] = await seed(theirs, 'zoe', 1, { expireIn: '1 hour', accountId: other.accountId });
+
+    expect(await sweepExpiredSessions(t.db, { batchSize: 100 })).toBe(5);
+
+    expect(await sessionIdsIn(ours)).toEqual([]);
+    expect(await sessionIdsIn(theirs)).toEqual([theirLive!.sessionId]);
+    expect(await eventCountIn(theirs)).toBe(0);
+    expect(await storedCounts(ours)).toEqual({ alice: 0 });
+    expect(await storedCounts(theirs)).toEqual({ zoe: 1 });
   });
 
   it('works in bounded batches: 7 expired with batchSize 3 go 3, 3, 1, 0', async () => {

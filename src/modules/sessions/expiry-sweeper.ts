@@ -14,35 +14,58 @@ interface RemovedSession {
   user_id: string;
 }
 
+/** A session the sweep found expired, before it is locked. */
+interface Candidate extends RemovedSession {
+  session_id: string;
+}
+
 /**
- * Deletes up to `batchSize` expired sessions with their events (FK cascade) and takes them off
- * their users' session counts, in one transaction; answers how many it deleted.
+ * Deletes up to `batchSize` expired sessions with their events (the sessions_delete_events
+ * trigger) and takes them off their users' session counts; answers how many it deleted.
  *
- * The batch is picked with FOR UPDATE SKIP LOCKED: two sweepers never take the same session and
- * never wait for each other's batch, and a session locked right now (an append or a PATCH in
- * flight) is left for a later round. The counters are locked in one fixed order, so two sweepers
- * decrementing the same users cannot deadlock; the only wait left is for another short transaction
- * on the same user's counter.
+ * Two steps, so that every locking statement stays within one account (one shard when the tables
+ * are distributed by account_id, docs/scale-out.md; Citus runs FOR UPDATE only in single-shard
+ * statements): the batch is chosen without locks, oldest expiry first, then each account's part
+ * is deleted in a transaction of its own. There the rows are taken with FOR UPDATE SKIP LOCKED and
+ * the expiry is checked again: two sweepers never delete the same session nor wait for each other,
+ * a session locked right now (an append or a PATCH in flight) is left for a later round, and one
+ * whose expiry was extended meanwhile stays. The counters are locked in one fixed order, so two
+ * sweepers decrementing the same users cannot deadlock.
  */
 export async function sweepExpiredSessions(db: Database, { batchSize }: SweepOptions): Promise<number> {
+  // `expire_time <= now()` implies the predicate of the partial index sessions_expiring, which
+  // also serves the order.
+  const candidates: Candidate[] = await db
+    .selectFrom('sessions')
+    .select(['account_id', 'space_id', 'user_id', 'session_id'])
+    .where('expire_time', '<=', sql<Date>`now()`)
+    .orderBy('expire_time')
+    .limit(batchSize)
+    .execute();
+  let removed = 0;
+  for (const [accountId, sessions] of groupByAccount(candidates)) removed += await sweepAccount(db, accountId, sessions);
+  return removed;
+}
+
+async function sweepAccount(db: Database, accountId: string, candidates: Candidate[]): Promise<number> {
   return db.transaction().execute(async (trx) => {
+    const keys = candidates.map((c) => sql`(${c.space_id}, ${c.user_id}, ${c.session_id})`);
     const removed: RemovedSession[] = await trx
       .deleteFrom('sessions')
+      .where('account_id', '=', accountId)
       .where((eb) =>
         eb(
-          eb.refTuple('account_id', 'space_id', 'user_id', 'session_id'),
+          eb.refTuple('space_id', 'user_id', 'session_id'),
           'in',
-          // `expire_time <= now()` implies the predicate of the partial index sessions_expiring,
-          // which also serves the order: oldest expiry first.
           eb
             .selectFrom('sessions')
-            .select(['account_id', 'space_id', 'user_id', 'session_id'])
+            .select(['space_id', 'user_id', 'session_id'])
+            .where('account_id', '=', accountId)
+            .where(sql<boolean>`(space_id, user_id, session_id) IN (${sql.join(keys)})`)
             .where('expire_time', '<=', sql<Date>`now()`)
-            .orderBy('expire_time')
-            .limit(batchSize)
             .forUpdate()
             .skipLocked()
-            .$asTuple('account_id', 'space_id', 'user_id', 'session_id'),
+            .$asTuple('space_id', 'user_id', 'session_id'),
         ),
       )
       .returning(['account_id', 'space_id', 'user_id'])
@@ -64,6 +87,16 @@ export async function sweepExpiredSessions(db: Database, { batchSize }: SweepOpt
       WHERE u.account_id = d.account_id AND u.space_id = d.space_id AND u.user_id = d.user_id`.execute(trx);
     return removed.length;
   });
+}
+
+function groupByAccount(candidates: Candidate[]): Map<string, Candidate[]> {
+  const byAccount = new Map<string, Candidate[]>();
+  for (const candidate of candidates) {
+    const sessions = byAccount.get(candidate.account_id) ?? [];
+    sessions.push(candidate);
+    byAccount.set(candidate.account_id, sessions);
+  }
+  return byAccount;
 }
 
 function countPerUser(rows: RemovedSession[]): { accountId: string; spaceId: string; userId: string; count: number }[] {
