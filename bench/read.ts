@@ -7,6 +7,7 @@
 //   - raw: the least SQL that reads the same rows (describe: the session row by primary key, and in a second case with its user's and space's rows;
 //     context: that and the newest 50 events, ORDER BY seq DESC LIMIT 50), no authentication.
 //     This is the baseline of issue 9: service p50 ÷ raw p50 should stay ≤ 2, flat across sizes;
+//     beside it, GET /healthz in the same rounds: healthz + raw is the floor of any HTTP read;
 //   - replay: the very statements the service issued for the case (recorded from Kysely in an
 //     in-process app, authentication included when it queries), for every case.
 // Then every recorded statement is run under EXPLAIN (ANALYZE, BUFFERS) with its real parameters;
@@ -123,6 +124,8 @@ interface Result {
   size: string;
   service: Latency;
   raw?: Latency;
+  /** GET /healthz in the same rounds, for the cases with a raw read: with it, the floor. */
+  health?: Latency;
   replay: Latency;
   statements: number;
   indexes: string;
@@ -277,9 +280,17 @@ async function main(): Promise<void> {
             for (const statement of statements) await db.query(statement.sql, statement.parameters as unknown[]);
           },
         ];
-        if (item.raw) contestants.push(() => item.raw!(db));
-        const [serviceLatency, replayLatency, rawLatency] = await timeInterleaved(N, contestants, WARMUP);
-        const versusRaw = rawLatency ? `, raw p50 ${ms(rawLatency.p50)} ms (service ÷ raw ${(serviceLatency!.p50 / rawLatency.p50).toFixed(2)})` : '';
+        // The floor of a targeted case: an HTTP request of this server that does no work
+        // (GET /healthz, same connection, same rounds) plus the raw read. No HTTP service over
+        // this database can answer faster than the two together.
+        if (item.raw) contestants.push(() => item.raw!(db), async () => void (await get('/healthz')));
+        const [serviceLatency, replayLatency, rawLatency, healthLatency] = await timeInterleaved(N, contestants, WARMUP);
+        const floor = rawLatency && healthLatency ? rawLatency.p50 + healthLatency.p50 : undefined;
+        const versusRaw =
+          rawLatency && floor
+            ? `, raw p50 ${ms(rawLatency.p50)} ms (service ÷ raw ${(serviceLatency!.p50 / rawLatency.p50).toFixed(2)}), ` +
+              `GET /healthz p50 ${ms(healthLatency!.p50)} ms (service ÷ (healthz + raw) ${(serviceLatency!.p50 / floor).toFixed(2)})`
+            : '';
         console.log(
           `\n## ${item.group} (${item.size}): service p50 ${ms(serviceLatency!.p50)} ms${versusRaw}, replay p50 ${ms(replayLatency!.p50)} ms, ` +
             `${statements.length} statements; RSS ${rssOfProcess(server.pid!).toFixed(1)} MiB (server)`,
@@ -301,7 +312,7 @@ async function main(): Promise<void> {
           if (FULL_PLANS || touchesData) console.log(plan.map((line) => `      ${line}`).join('\n'));
           for (const table of scanned) if (table === 'sessions' || table === 'events') seqScans.push(`${item.group} (${item.size}): Seq Scan on ${table}`);
         }
-        results.push({ group: item.group, size: item.size, service: serviceLatency!, raw: rawLatency, replay: replayLatency!, statements: statements.length, indexes: [...indexes].join(', ') });
+        results.push({ group: item.group, size: item.size, service: serviceLatency!, raw: rawLatency, health: healthLatency, replay: replayLatency!, statements: statements.length, indexes: [...indexes].join(', ') });
       } finally {
         db.release();
       }
@@ -317,6 +328,8 @@ async function main(): Promise<void> {
         'service p99': ms(r.service.p99),
         'raw p50': r.raw ? ms(r.raw.p50) : '-',
         'service ÷ raw': r.raw ? (r.service.p50 / r.raw.p50).toFixed(2) : '-',
+        'healthz p50': r.health ? ms(r.health.p50) : '-',
+        'service ÷ (healthz + raw)': r.raw && r.health ? (r.service.p50 / (r.raw.p50 + r.health.p50)).toFixed(2) : '-',
         'replay p50': ms(r.replay.p50),
         'service ÷ replay': (r.service.p50 / r.replay.p50).toFixed(2),
         statements: r.statements,
@@ -327,6 +340,8 @@ async function main(): Promise<void> {
     if (targeted.length) {
       console.log('service p50 ÷ raw p50 (target ≤ 2, flat across sizes):');
       for (const r of targeted) console.log(`  ${r.group.padEnd(28)} ${r.size.padStart(16)}: ${(r.service.p50 / r.raw!.p50).toFixed(2)}`);
+      console.log('service p50 ÷ (GET /healthz p50 + raw p50), the least an HTTP read can cost (1.00 = no work beyond the two):');
+      for (const r of targeted) console.log(`  ${r.group.padEnd(28)} ${r.size.padStart(16)}: ${(r.service.p50 / (r.raw!.p50 + r.health!.p50)).toFixed(2)}`);
       const context = targeted.filter((r) => r.group.startsWith('read context')).map((r) => r.service.p50 / r.raw!.p50);
       if (context.length > 1) console.log(`  read context: largest ÷ smallest ratio across sizes ${(Math.max(...context) / Math.min(...context)).toFixed(2)}`);
     }
