@@ -44,6 +44,7 @@ async function main(): Promise<void> {
     metricsToken: config.metricsToken,
     limits: config.limits,
     credentialMasterKey,
+    tencentApiPath: config.tencentApiPath,
     pageTokenKey,
     logger,
     credentialCache,
