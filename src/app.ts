@@ -19,6 +19,7 @@ import { registerRequestTextRules } from './http/request-text.js';
 import type { AppDeps, ZodApp } from './http/zod-app.js';
 import type { PoolStats } from './lib/metrics-registry.js';
 import { PageTokens } from './lib/page-token.js';
+import { createSemaphore } from './lib/semaphore.js';
 import { authenticate } from './modules/accounts/accounts.service.js';
 import type { ListeningCredentialCache } from './modules/accounts/credential-cache-listener.js';
 import { healthRoutes } from './modules/health/health.routes.js';
@@ -142,6 +143,7 @@ export async function buildApp({ db, limits, credentialMasterKey, pageTokenKey, 
     limits,
     credentialMasterKey,
     pageTokens: new PageTokens(pageTokenKey),
+    listSlots: createSemaphore(limits.listConcurrency),
     metrics,
     credentialChangesApplied: credentialCache ? () => credentialCache.catchUp() : async () => {},
   };

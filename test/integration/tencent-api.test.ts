@@ -1,6 +1,8 @@
 // The Tencent Cloud API 3.0 face, driven over HTTP by the official Node SDK's CommonClient
 // (tencentcloud-sdk-nodejs-common), on the same store and services as the REST API.
 import { createRequire } from 'node:module';
+import { Writable } from 'node:stream';
+import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { insertCredential, insertSubAccount, readOnlyOn } from '../support/principals.js';
 import { changedTables, tableFingerprints } from '../support/db-snapshot.js';
@@ -409,10 +411,17 @@ describe('an app without a master key, and one with limits and a path', () => {
   let bare: TestApp;
   let limited: TestApp;
   let limitedEndpoint: string;
+  const logged: string[] = [];
   beforeAll(async () => {
+    const stream = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        logged.push(chunk.toString());
+        done();
+      },
+    });
     [bare, limited] = await Promise.all([
       createTestApp({ limits: { rateLimitMax: 0 } }),
-      createTestApp({ credentialMasterKey: MASTER_KEY, limits: { rateLimitMax: 3, rateLimitWindowMs: 60_000, bodyBytes: 2048 } }),
+      createTestApp({ credentialMasterKey: MASTER_KEY, limits: { rateLimitMax: 3, rateLimitWindowMs: 60_000, bodyBytes: 2048 }, logger: pino({ level: 'debug' }, stream) }),
     ]);
     limitedEndpoint = await listenOnLoopback(limited.app);
   });
@@ -430,11 +439,25 @@ describe('an app without a master key, and one with limits and a path', () => {
 
   it('answers RequestLimitExceeded in the envelope past the rate limit, and RequestSizeLimitExceeded past the body limit', async () => {
     const client = sdkClient(limitedEndpoint, limited.account.rootCredential);
+    const before = await tableFingerprints(limited.db);
     const big = await sdkError(client.request('CreateSessionSpace', { Name: 'x', Description: 'd'.repeat(4000) }));
     expect(big.code).toBe('RequestSizeLimitExceeded');
     for (let i = 0; i < 3; i++) await client.request('DescribeSessionSpaces', {});
-    const limitedError = await sdkError(client.request('DescribeSessionSpaces', {}));
+    const limitedError = await sdkError(client.request('CreateSessionSpace', { Name: 'one too many' }));
     expect(limitedError.code).toBe('RequestLimitExceeded');
+    expect(limitedError.message).toMatch(/Too many requests/);
+    expect(changedTables(before, await tableFingerprints(limited.db))).toEqual([]);
+  });
+
+  it('logs one line per request naming the principal, and never the secret key or the signature', async () => {
+    const lines = logged.join('').split('\n').filter(Boolean).map((line) => JSON.parse(line) as { msg: string; route?: string; principal?: { principalId: string } });
+    const requests = lines.filter((line) => line.msg === 'request completed' && line.route === '/');
+    expect(requests.length).toBeGreaterThanOrEqual(5);
+    expect(requests.some((line) => line.principal?.principalId === 'root')).toBe(true);
+    const text = logged.join('');
+    expect(text).not.toContain(limited.account.rootCredential.secretKey);
+    expect(text).not.toMatch(/Signature=[0-9a-f]{64}/);
+    expect(text).not.toContain(MASTER_KEY.toString('base64'));
   });
 
   it('serves the configured path too', async () => {

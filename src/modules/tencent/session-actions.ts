@@ -122,7 +122,7 @@ export const describeSessionsAction = defineAction({
   }),
   permission: { action: 'session:DescribeSessions', scope: 'space' },
   spaceIdOf: (input) => input.SpaceId,
-  async run({ db, limits, pageTokens, principal }, input) {
+  async run({ db, limits, pageTokens, listSlots, principal }, input) {
     const filters = sessionFilterQuery(input.Filters ?? []);
     const scope = { accountId: principal.accountId, spaceId: input.SpaceId };
     const { items, totalCount } = await pageByOffset(input.Offset, input.Limit, SESSION_PAGE, async (pageSize, pageToken, includeTotal) => {
@@ -131,7 +131,7 @@ export const describeSessionsAction = defineAction({
         { userId: input.UserIds, sessionId: input.SessionIds, ...filters, metadata: filters.metadata.length ? filters.metadata : undefined, pageSize, pageToken, includeTotal: includeTotal ? 'true' : 'false' },
         pascalPath([], { userId: 'UserIds', sessionId: 'SessionIds', metadata: 'Filters', title: 'Filters', titleLike: 'Filters' }),
       );
-      const page = await listSessions(db, limits, pageTokens, scope, query);
+      const page = await listSlots.run(() => listSessions(db, limits, pageTokens, scope, query));
       return { items: page.sessions, nextPageToken: page.nextPageToken, totalCount: page.totalCount };
     });
     return { TotalCount: totalCount, Sessions: items.map(toSessionInfo) };

@@ -9,6 +9,7 @@ import type { AppMetrics } from '../../lib/metrics-registry.js';
 import type { PageTokens } from '../../lib/page-token.js';
 import type { Action } from '../../lib/policy.js';
 import type { Principal } from '../../lib/principal.js';
+import type { Semaphore } from '../../lib/semaphore.js';
 import type { SessionNotFoundCode } from './tc3-errors.js';
 
 export interface Tc3Context {
@@ -16,6 +17,8 @@ export interface Tc3Context {
   limits: Limits;
   pageTokens: PageTokens;
   metrics: AppMetrics;
+  /** The session lists' slots, shared with the REST routes (AppDeps.listSlots). */
+  listSlots: Semaphore;
   principal: Principal;
 }
 

@@ -83,7 +83,7 @@ export async function tencentApiRoutes(scope: ZodApp, deps: AppDeps, { extraPath
   await registerRateLimit(scope, deps.limits);
 
   const handler = async (request: FastifyRequest, reply: FastifyReply) => {
-    const context = { db, limits: deps.limits, pageTokens: deps.pageTokens, metrics: deps.metrics, principal: request.principal };
+    const context = { db, limits: deps.limits, pageTokens: deps.pageTokens, metrics: deps.metrics, listSlots: deps.listSlots, principal: request.principal };
     const fields = await dispatchAction(context, header(request, 'x-tc-action'), header(request, 'x-tc-version'), request.body);
     return sendEnvelope(request, reply, fields);
   };
