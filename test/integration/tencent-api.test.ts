@@ -297,6 +297,24 @@ describe('the same rules as the REST API', () => {
     expect((await call('DescribeSession', key)).Session).toMatchObject({ EventCount: 1, State: { CustomState: '{"n":1}' } });
   });
 
+  it('replaces metadata whole under concurrent ModifySession calls: the result is exactly one of them', async () => {
+    const SpaceId = await newSpace();
+    const key = { SpaceId, UserId: 'u', SessionId: 's' };
+    await call('CreateSession', { ...key, Metadata: [{ Name: 'base', Value: '0' }] });
+    const writes = Array.from({ length: 12 }, (_, i) => [{ Name: `k${i}`, Value: String(i) }, { Name: 'shared', Value: `w${i}` }]);
+    await Promise.all(writes.map((Metadata) => call('ModifySession', { ...key, Metadata })));
+    const final = ((await call('DescribeSession', key)).Session as { Metadata: { Name: string; Value: string }[] }).Metadata;
+    const asObject = (items: { Name: string; Value: string }[]) => Object.fromEntries(items.map((item) => [item.Name, item.Value]));
+    expect(writes.map(asObject)).toContainEqual(asObject(final));
+    const row = await t.db.selectFrom('sessions').select(['revision']).where('space_id', '=', SpaceId).executeTakeFirstOrThrow();
+    expect(row.revision).toBe(1 + writes.length);
+  });
+
+  it('refuses Tags rather than dropping them', async () => {
+    await expectRefused(() => call('CreateSessionSpace', { Name: 'tagged', Tags: [{ Key: 'team', Value: 'a' }] }), 'UnsupportedOperation', /^Tags: /);
+    expect((await call('CreateSessionSpace', { Name: 'untagged', Tags: [] })).SessionSpace).toMatchObject({ Name: 'untagged' });
+  });
+
   it('serializes concurrent AppendEvent calls without losing a delta', async () => {
     const SpaceId = await newSpace();
     const key = { SpaceId, UserId: 'u', SessionId: 's' };

@@ -2,7 +2,7 @@
 // mapping, the Filters of the two list actions, ModifySession's whole replacement, Offset paging.
 import { describe, expect, it } from 'vitest';
 import { pageByOffset } from '../../src/modules/tencent/offset-paging.js';
-import { replacementPatch, sessionFilterQuery } from '../../src/modules/tencent/session-actions.js';
+import { sessionFilterQuery } from '../../src/modules/tencent/session-actions.js';
 import { spaceFilters, spaceMatches } from '../../src/modules/tencent/space-actions.js';
 import { TC3_ACTIONS } from '../../src/modules/tencent/tc3-actions.js';
 import { Tc3Error } from '../../src/modules/tencent/tc3-errors.js';
@@ -129,10 +129,6 @@ describe('SessionInfo and metadata', () => {
     expect(metadataObject([{ Name: 'a', Value: '' }])).toEqual({ a: '' });
   });
 
-  it('turns a whole replacement into the merge patch that removes the keys not given', () => {
-    expect(replacementPatch({ a: '1', b: '2' }, { b: '3', c: '4' })).toEqual({ a: null, b: '3', c: '4' });
-    expect(replacementPatch({ a: '1' }, {})).toEqual({ a: null });
-  });
 });
 
 describe('Filters', () => {

@@ -138,15 +138,6 @@ export const describeSessionsAction = defineAction({
   },
 });
 
-/** The merge patch that turns `current` into `wanted` (ModifySession replaces the metadata whole). */
-export function replacementPatch(current: Record<string, string>, wanted: Record<string, string>): Record<string, string | null> {
-  const patch: Record<string, string | null> = { ...wanted };
-  for (const key of Object.keys(current)) if (!Object.hasOwn(wanted, key)) patch[key] = null;
-  return patch;
-}
-
-const MODIFY_ATTEMPTS = 5;
-
 export const modifySessionAction = defineAction({
   request: z.strictObject({ ...SessionKeyFields, Title: z.string().optional(), Metadata: Metadata.optional() }),
   permission: { action: 'session:ModifySession', scope: 'space' },
@@ -154,21 +145,11 @@ export const modifySessionAction = defineAction({
   async run({ db, limits, principal }, input) {
     if (input.Title === undefined && input.Metadata === undefined) throw new Tc3Error('MissingParameter', 'Title, Metadata: give at least one of them');
     const key = { accountId: principal.accountId, spaceId: input.SpaceId, userId: input.UserId, sessionId: input.SessionId };
-    const wanted = input.Metadata ? metadataOrThrow(input.Metadata) : undefined;
-    const schema = sessionSchemas(limits).ModifySessionBody;
-    // The REST modify takes a merge patch; a whole replacement is the patch from the current
-    // metadata, applied only if the session is still at the revision it was read at.
-    for (let attempt = 1; ; attempt++) {
-      const current = JSON.parse((await describeSession(db, key)).json) as SessionView;
-      const body = parseServiceInput(schema, { title: input.Title, metadata: wanted ? replacementPatch(current.metadata, wanted) : undefined });
-      try {
-        const session = await renamingMetadata(() => modifySession(db, key, body, [current.revision]));
-        return { Session: toSessionInfo(writtenSessionAnswer(session, maySeeSessionContents(principal, input.SpaceId))) };
-      } catch (error) {
-        const raced = error instanceof AppError && error.code === 'FailedOperation.PreconditionFailed';
-        if (!raced || attempt === MODIFY_ATTEMPTS) throw error;
-      }
-    }
+    const body = parseServiceInput(sessionSchemas(limits).ModifySessionBody, { title: input.Title, metadata: input.Metadata ? metadataOrThrow(input.Metadata) : undefined });
+    // Metadata is replaced whole (the model), where the REST PATCH merges: the service's option,
+    // inside its one transaction, under the session's lock.
+    const session = await renamingMetadata(() => modifySession(db, key, body, undefined, { replaceMetadata: true }));
+    return { Session: toSessionInfo(writtenSessionAnswer(session, maySeeSessionContents(principal, input.SpaceId))) };
   },
 });
 
