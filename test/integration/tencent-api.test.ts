@@ -337,6 +337,11 @@ describe('the same rules as the REST API', () => {
     await expectRefused(() => call('CreateSession', { SpaceId: allowed, UserId: 'u' }, reader), 'AuthFailure.UnauthorizedOperation', /session:CreateSession/);
     await expectRefused(() => call('DescribeSessionSpace', { SpaceId: hidden }, reader), 'AuthFailure.UnauthorizedOperation');
     await expectRefused(() => call('CreateSessionSpace', { Name: 'nope' }, reader), 'AuthFailure.UnauthorizedOperation');
+    // A writer that may not describe sessions gets the ids, counts and times of what it wrote, not its contents.
+    const writer = sdkClient(endpoint, (await insertSubAccount(t.db, t.account.accountId, { statements: [{ effect: 'allow', actions: ['session:CreateSession'], resources: [`space/${allowed}`] }], masterKey: MASTER_KEY })).credential);
+    const written = (await call('CreateSession', { SpaceId: allowed, UserId: 'u', SessionId: 'w', Title: 'secret title', State: { CustomState: '{"k":1}' } }, writer)).Session as Fields;
+    expect(Object.keys(written).sort()).toEqual(['CreateTime', 'EventCount', 'SessionId', 'SpaceId', 'UpdateTime', 'UserId']);
+    await expectRefused(() => call('DescribeSession', { SpaceId: allowed, UserId: 'u', SessionId: 'w' }, writer), 'AuthFailure.UnauthorizedOperation');
     // Another account's space is not found, not forbidden.
     const other = await t.createAccount();
     await expectRefused(() => call('DescribeSessionSpace', { SpaceId: other.defaultSpaceId }, reader), 'ResourceNotFound.SessionSpaceNotExist');
