@@ -14,15 +14,17 @@ import { clientErrorHandler, registerShutdownRefusal } from './http/connection-e
 import { registerErrorHandling, renderFrameworkError } from './http/error-handler.js';
 import { metricsRoutes, registerMetrics } from './http/metrics.js';
 import { openapiTransformObject } from './http/openapi-document.js';
-import { type RateLimitRedis, registerRateLimit } from './http/rate-limit.js';
+import { type RateLimitRedis, rateLimitCounters, registerRateLimit } from './http/rate-limit.js';
 import { registerRequestTextRules } from './http/request-text.js';
 import type { AppDeps, ZodApp } from './http/zod-app.js';
 import type { PoolStats } from './lib/metrics-registry.js';
 import { PageTokens } from './lib/page-token.js';
+import { createSemaphore } from './lib/semaphore.js';
 import { authenticate } from './modules/accounts/accounts.service.js';
 import type { ListeningCredentialCache } from './modules/accounts/credential-cache-listener.js';
 import { healthRoutes } from './modules/health/health.routes.js';
 import { findSpaceOrThrow } from './modules/spaces/space-lookup.js';
+import { tencentApiRoutes } from './modules/tencent/tc3.routes.js';
 import { v1Routes } from './routes.js';
 
 export interface BuildAppOptions {
@@ -45,11 +47,13 @@ export interface BuildAppOptions {
   credentialCache?: ListeningCredentialCache | undefined;
   /** REDIS_URL's client (connectRateLimitRedis): the rate limit is counted there, across instances. Closed with the app. */
   rateLimitRedis?: RateLimitRedis | undefined;
+  /** TENCENT_API_PATH: the API 3.0 endpoint answers POST on it as well as on `/`. */
+  tencentApiPath?: string | undefined;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
-export async function buildApp({ db, limits, credentialMasterKey, pageTokenKey, logger = false, pool, metricsToken, credentialCache, rateLimitRedis }: BuildAppOptions): Promise<FastifyInstance> {
+export async function buildApp({ db, limits, credentialMasterKey, pageTokenKey, logger = false, pool, metricsToken, credentialCache, rateLimitRedis, tencentApiPath }: BuildAppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     ...(logger ? { loggerInstance: logger } : { logger: false }),
     bodyLimit: limits.bodyBytes,
@@ -115,6 +119,17 @@ export async function buildApp({ db, limits, credentialMasterKey, pageTokenKey, 
         { name: 'context', description: 'The context of the next agent turn: recent events within a budget, state and memo' },
         { name: 'iam', description: 'Sub-accounts, their policies, and credentials' },
         { name: 'health', description: 'Liveness, readiness and Prometheus metrics' },
+        {
+          name: 'tencent-api',
+          description:
+            'Tencent Cloud API 3.0 compatibility (ags 2025-09-20): `POST /` (and `TENCENT_API_PATH` when set) serves the twelve Session actions ' +
+            '(CreateSessionSpace, DescribeSessionSpace, DescribeSessionSpaces, ModifySessionSpace, DeleteSessionSpace, CreateSession, DescribeSession, ' +
+            'DescribeSessions, ModifySession, DeleteSession, AppendEvent, DescribeEvents) named by `X-TC-Action`, with `X-TC-Version: 2025-09-20`, ' +
+            '`X-TC-Timestamp` and `Authorization: TC3-HMAC-SHA256 Credential=<secretId>/<date>/<service>/tc3_request, SignedHeaders=content-type;host, Signature=…` ' +
+            'computed with the secretKey of a credential of this service. Bodies and answers are the official SDK models\' JSON (PascalCase); every answer is ' +
+            'HTTP 200 `{"Response": {..., "RequestId"}}`, errors `{"Response": {"Error": {"Code", "Message"}, "RequestId"}}`. Use an official Tencent Cloud SDK ' +
+            'with its endpoint set to this server (README, "Use the Tencent Cloud SDK"; docs/tencent-api.md). The operations are not listed below: they share one path.',
+        },
       ],
     },
     transform: jsonSchemaTransform,
@@ -126,11 +141,14 @@ export async function buildApp({ db, limits, credentialMasterKey, pageTokenKey, 
   if (credentialCache) app.addHook('onClose', () => credentialCache.close());
   if (rateLimitRedis) app.addHook('onClose', () => rateLimitRedis.client.quit().then(() => undefined, () => rateLimitRedis.client.disconnect()));
   const cache = credentialCache?.cache;
+  // One budget per credential, whichever face it calls.
+  const counters = rateLimitCounters(rateLimitRedis);
   const deps: AppDeps = {
     db,
     limits,
     credentialMasterKey,
     pageTokens: new PageTokens(pageTokenKey),
+    listSlots: createSemaphore(limits.listConcurrency),
     metrics,
     credentialChangesApplied: credentialCache ? () => credentialCache.catchUp() : async () => {},
   };
@@ -140,11 +158,13 @@ export async function buildApp({ db, limits, credentialMasterKey, pageTokenKey, 
     async (scope) => {
       registerAuthentication(scope, (authorization) => authenticate(db, authorization, cache));
       registerAuthorization(scope, (accountId, spaceId) => findSpaceOrThrow(db, accountId, spaceId));
-      await registerRateLimit(scope, limits, rateLimitRedis);
+      await registerRateLimit(scope, limits, counters);
       await v1Routes(scope as ZodApp, deps);
     },
     { prefix: '/v1' },
   );
+  // The Tencent Cloud API 3.0 face: signed requests, the same services (modules/tencent).
+  await app.register(async (scope) => tencentApiRoutes(scope as ZodApp, deps, { extraPath: tencentApiPath, credentialCache: cache, rateLimitCounters: counters }));
   return app;
 }
 

@@ -37,6 +37,12 @@ const environmentSchema = z.object({
     .string()
     .refine((value) => /^[A-Za-z0-9+/]+={0,2}$/.test(value) && Buffer.from(value, 'base64').length === 32, 'must be the base64 encoding of exactly 32 bytes (e.g. `openssl rand -base64 32`)')
     .optional(),
+  // The Tencent Cloud API 3.0 endpoint answers POST / and, when set, POST on this path too (behind a proxy that routes by path).
+  TENCENT_API_PATH: z
+    .string()
+    .regex(/^\/[A-Za-z0-9._~/-]*[A-Za-z0-9._~-]$/, 'must be a path such as /tc3: a leading slash, no trailing slash, no query')
+    .refine((path) => !path.startsWith('/v1') && !['/healthz', '/readyz', '/metrics', '/docs', '/openapi.json'].some((p) => path === p || path.startsWith(`${p}/`)), 'must not overlap /v1, /docs or the health, metrics and OpenAPI paths')
+    .optional(),
   // Signs page tokens (HMAC-SHA256). Unset: generated into DATA_DIR in embedded mode, per process with PostgreSQL.
   PAGE_TOKEN_KEY: z
     .string()
@@ -121,6 +127,8 @@ export interface Config {
   credentialMasterKey: Buffer | undefined;
   /** The bytes of PAGE_TOKEN_KEY, or undefined when it is not set (server.ts then chooses one). */
   pageTokenKey: Buffer | undefined;
+  /** TENCENT_API_PATH: a second path of the API 3.0 endpoint, besides `/`. */
+  tencentApiPath: string | undefined;
   /** METRICS_TOKEN, or undefined when /metrics is open. */
   metricsToken: string | undefined;
   limits: Limits;
@@ -193,6 +201,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     credentialMasterKey: e.CREDENTIAL_MASTER_KEY ? Buffer.from(e.CREDENTIAL_MASTER_KEY, 'base64') : undefined,
     pageTokenKey: e.PAGE_TOKEN_KEY ? Buffer.from(e.PAGE_TOKEN_KEY, 'base64') : undefined,
     metricsToken: e.METRICS_TOKEN,
+    tencentApiPath: e.TENCENT_API_PATH,
     limits: limitsFrom(e),
     sweeper: { intervalMs: e.SWEEP_INTERVAL_MS, batchSize: e.SWEEP_BATCH_SIZE },
     credentialCacheSize: e.CREDENTIAL_CACHE_SIZE,

@@ -25,7 +25,19 @@ export async function resolvePageTokenKey(config: Config, logger: Pick<FastifyBa
 }
 
 export async function readOrCreateKeyFile(dataDir: string): Promise<Buffer> {
-  const path = join(dataDir, PAGE_TOKEN_KEY_FILE);
+  return readOrCreateSecretFile(dataDir, PAGE_TOKEN_KEY_FILE, {
+    valid: (stored) => stored.length >= MIN_PAGE_TOKEN_KEY_BYTES,
+    rule: `at least ${MIN_PAGE_TOKEN_KEY_BYTES} bytes (delete it to generate a new page-token key)`,
+  });
+}
+
+/**
+ * A 32-byte key kept in `dataDir/fileName` as base64 (mode 0600): generated on the first call,
+ * read back on later ones. `rule` completes "must hold the base64 encoding of …" when the stored
+ * file is not `valid`.
+ */
+export async function readOrCreateSecretFile(dataDir: string, fileName: string, check: { valid: (stored: Buffer) => boolean; rule: string }): Promise<Buffer> {
+  const path = join(dataDir, fileName);
   await mkdir(dataDir, { recursive: true });
   const key = randomBytes(32);
   try {
@@ -43,8 +55,8 @@ export async function readOrCreateKeyFile(dataDir: string): Promise<Buffer> {
   }
   const text = (await readFile(path, 'utf8')).trim();
   const stored = Buffer.from(text, 'base64');
-  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(text) || stored.length < MIN_PAGE_TOKEN_KEY_BYTES) {
-    throw new ConfigError(`${path}: must hold the base64 encoding of at least ${MIN_PAGE_TOKEN_KEY_BYTES} bytes (delete it to generate a new page-token key)`);
+  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(text) || !check.valid(stored)) {
+    throw new ConfigError(`${path}: must hold the base64 encoding of ${check.rule}`);
   }
   return stored;
 }

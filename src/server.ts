@@ -14,6 +14,7 @@ import { ensureEmbeddedAccount } from './modules/accounts/accounts.service.js';
 import { startCredentialCache } from './modules/accounts/credential-cache-listener.js';
 import { type ExpirySweeper, startExpirySweeper } from './modules/sessions/expiry-sweeper.js';
 import { resolvePageTokenKey } from './page-token-key.js';
+import { resolveCredentialMasterKey } from './credential-master-key.js';
 
 // How long the start waits for REDIS_URL's server before it serves without it.
 const REDIS_START_WAIT_MS = 2_000;
@@ -27,10 +28,11 @@ async function main(): Promise<void> {
   logger.info({ backend: database.kind, applied }, 'database ready');
   // After the database: in embedded mode the data directory exists now.
   const pageTokenKey = await resolvePageTokenKey(config, logger);
+  const credentialMasterKey = await resolveCredentialMasterKey(config, logger);
 
   // The embedded mode (and any setup that pins ROOT_API_KEY) gets a ready `default` account.
   if (database.kind === 'pglite' || config.rootApiKey) {
-    const created = await ensureEmbeddedAccount(database.db, { pinnedToken: config.rootApiKey, masterKey: config.credentialMasterKey });
+    const created = await ensureEmbeddedAccount(database.db, { pinnedToken: config.rootApiKey, masterKey: credentialMasterKey });
     if (created && !config.rootApiKey) printRootCredentialOnce(created.rootCredential.token, created.defaultSpaceId);
   }
 
@@ -49,7 +51,8 @@ async function main(): Promise<void> {
     pool: database.pool,
     metricsToken: config.metricsToken,
     limits: config.limits,
-    credentialMasterKey: config.credentialMasterKey,
+    credentialMasterKey,
+    tencentApiPath: config.tencentApiPath,
     pageTokenKey,
     logger,
     credentialCache,

@@ -3,6 +3,7 @@
 //   npm run admin -- list-accounts                      one JSON line per account; never a secret
 //   npm run admin -- rotate-root-credential --name X [--keep-old]
 // Exit codes: 0 done, 1 refused (the account exists / does not exist), 2 usage error.
+import { resolveCredentialMasterKey } from '../credential-master-key.js';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../config.js';
 import { openDatabase } from '../db/connect.js';
@@ -96,7 +97,9 @@ async function main(argv: string[]): Promise<number> {
   const database = await openDatabase(config.database);
   try {
     await database.onDirectConnection(migrateToLatest);
-    return await command(database.db, config.credentialMasterKey);
+    // The embedded data directory's key file, when there is no CREDENTIAL_MASTER_KEY (as the server does).
+    const masterKey = await resolveCredentialMasterKey(config, { warn: () => {} });
+    return await command(database.db, masterKey);
   } catch (error) {
     if (error instanceof AccountExistsError || error instanceof AccountNotFoundError) {
       console.error(error.message);

@@ -11,7 +11,10 @@
 // is not an authorization, and an outage of the counter store must not become an outage of the
 // API. Commands fail fast while Redis is away (no offline queue, short timeouts), and ioredis keeps
 // reconnecting; once it is back, counting resumes.
-import rateLimit from '@fastify/rate-limit';
+import rateLimit, { type FastifyRateLimitStore, type FastifyRateLimitStoreCtor } from '@fastify/rate-limit';
+// The plugin's own in-memory store (not exported by name): one instance serves every scope.
+// @ts-expect-error -- the module has no type declarations; its shape is FastifyRateLimitStore.
+import PluginLocalStore from '@fastify/rate-limit/store/LocalStore.js';
 import type { FastifyInstance } from 'fastify';
 import { Redis } from 'ioredis';
 import type { Limits } from '../config.js';
@@ -83,11 +86,32 @@ export async function rateLimitRedisReady({ client }: RateLimitRedis, timeoutMs:
   });
 }
 
+// Bound the memory the counters may take: the least recently used credentials are forgotten.
+const LOCAL_COUNTERS = 10_000;
+
+/**
+ * Where a credential's requests are counted. One value per app, handed to every scope that limits
+ * (the REST API and the API 3.0 endpoint), so a credential has one budget whichever face it calls:
+ * in Redis (shared by every instance), or else in one in-memory store of this instance. (The
+ * plugin would otherwise give each registration counters of its own.)
+ */
+export type RateLimitCounters = { kind: 'redis'; redis: RateLimitRedis } | { kind: 'memory'; store: FastifyRateLimitStoreCtor };
+
+export function rateLimitCounters(shared?: RateLimitRedis): RateLimitCounters {
+  if (shared) return { kind: 'redis', redis: shared };
+  const counters = new PluginLocalStore(false, false, LOCAL_COUNTERS) as FastifyRateLimitStore;
+  // The plugin constructs its store from this class; every construction answers the one instance.
+  const store = function SharedLocalStore() {
+    return counters;
+  } as unknown as FastifyRateLimitStoreCtor;
+  return { kind: 'memory', store };
+}
+
 /** Registers the limiter on `scope`; call it before the scope's routes are added. */
 export async function registerRateLimit(
   scope: FastifyInstance,
   limits: Pick<Limits, 'rateLimitMax' | 'rateLimitWindowMs'>,
-  shared?: RateLimitRedis,
+  counters: RateLimitCounters,
 ): Promise<void> {
   if (limits.rateLimitMax === 0) return; // 0 turns it off (the plugin would read 0 as "refuse all")
   await scope.register(rateLimit, {
@@ -95,9 +119,9 @@ export async function registerRateLimit(
     timeWindow: limits.rateLimitWindowMs,
     hook: 'preValidation',
     keyGenerator: (request) => request.principal.secretId,
-    // Bound the memory the counters may take: the least recently used credentials are forgotten.
-    cache: 10_000,
-    ...(shared ? { redis: shared.client, nameSpace: shared.keyPrefix, skipOnError: true } : {}),
+    ...(counters.kind === 'redis'
+      ? { redis: counters.redis.client, nameSpace: counters.redis.keyPrefix, skipOnError: true }
+      : { store: counters.store }),
     // Our error handler renders the envelope; the plugin has already set the X-RateLimit-* headers
     // and Retry-After, repeated here so the answer does not depend on the plugin's header handling.
     errorResponseBuilder: (_request, context) => {

@@ -5,6 +5,7 @@ import type { Limits } from '../config.js';
 import type { Database } from '../db/connect.js';
 import type { AppMetrics } from '../lib/metrics-registry.js';
 import type { PageTokens } from '../lib/page-token.js';
+import type { Semaphore } from '../lib/semaphore.js';
 
 /** A Fastify instance whose route schemas are zod schemas. */
 export type ZodApp = FastifyInstance<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger, ZodTypeProvider>;
@@ -17,6 +18,11 @@ export interface AppDeps {
   credentialMasterKey?: Buffer | undefined;
   /** Signs and checks the lists' page tokens under the server's key. */
   pageTokens: PageTokens;
+  /**
+   * The session lists' slots: at most limits.listConcurrency lists query at once per instance,
+   * through either face (REST, API 3.0), so that lists never hold every connection appends need.
+   */
+  listSlots: Semaphore;
   /** This app's Prometheus instruments (GET /metrics). */
   metrics: AppMetrics;
   /**

@@ -6,6 +6,7 @@ import type { Database } from '../../src/db/connect.js';
 import { upsertCredential } from '../../src/modules/accounts/accounts.repository.js';
 import { type IssuedCredential, hashSecretKey, issueCredential } from '../../src/modules/accounts/credentials.js';
 import type { PolicyStatementValue } from '../../src/lib/policy.js';
+import { encryptSecret } from '../../src/modules/accounts/secret-box.js';
 
 export interface TestSubAccount {
   accountId: string;
@@ -14,9 +15,10 @@ export interface TestSubAccount {
 }
 
 /** A new credential for an existing principal (the root's is `root`). */
-export async function insertCredential(db: Database, accountId: string, principalId: string): Promise<IssuedCredential> {
+export async function insertCredential(db: Database, accountId: string, principalId: string, masterKey?: Buffer): Promise<IssuedCredential> {
   const credential = issueCredential();
-  await upsertCredential(db, { accountId, principalId, secretId: credential.secretId, secretHash: hashSecretKey(credential.secretKey) });
+  const secretEncrypted = masterKey ? encryptSecret(masterKey, credential.secretKey) : null;
+  await upsertCredential(db, { accountId, principalId, secretId: credential.secretId, secretHash: hashSecretKey(credential.secretKey), secretEncrypted });
   return credential;
 }
 
@@ -37,7 +39,7 @@ export async function putPolicyRow(db: Database, accountId: string, principalId:
 export async function insertSubAccount(
   db: Database,
   accountId: string,
-  options: { name?: string; statements?: PolicyStatementValue[] } = {},
+  options: { name?: string; statements?: PolicyStatementValue[]; masterKey?: Buffer } = {},
 ): Promise<TestSubAccount> {
   const principalId = `sub-${randomUUID()}`;
   await db
@@ -45,7 +47,7 @@ export async function insertSubAccount(
     .values({ account_id: accountId, principal_id: principalId, kind: 'sub', name: options.name ?? principalId })
     .execute();
   if (options.statements) await putPolicyRow(db, accountId, principalId, options.statements);
-  const credential = await insertCredential(db, accountId, principalId);
+  const credential = await insertCredential(db, accountId, principalId, options.masterKey);
   return { accountId, principalId, credential };
 }
 

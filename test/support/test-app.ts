@@ -38,6 +38,8 @@ export async function createTestApp(
     logger?: FastifyBaseLogger;
     /** On by default, so that the whole suite runs with it; false: every request reads its credential. */
     credentialCache?: boolean;
+    /** TENCENT_API_PATH of the app. */
+    tencentApiPath?: string;
   } = {},
 ): Promise<TestApp> {
   const database = await createTestDatabase({ poolMax: options.poolMax });
@@ -50,9 +52,12 @@ export async function createTestApp(
     pageTokenKey: TEST_PAGE_TOKEN_KEY,
     logger: options.logger ?? false,
     credentialCache,
+    tencentApiPath: options.tencentApiPath,
   });
   await app.ready();
-  const newAccount = (name = `account-${process.pid}-${++accountCounter}`) => createAccount(database.db, name);
+  // With a master key, accounts' root credentials carry the encrypted copy TC3 signatures need.
+  const newAccount = (name = `account-${process.pid}-${++accountCounter}`) =>
+    createAccount(database.db, name, options.credentialMasterKey ? { masterKey: options.credentialMasterKey } : {});
   const account = await newAccount();
   return {
     app,

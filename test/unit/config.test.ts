@@ -170,4 +170,13 @@ describe('loadConfig', () => {
     expect(loadConfig({ LIST_CONCURRENCY: '3' }).limits.listConcurrency).toBe(3);
     expect(() => loadConfig({ LIST_CONCURRENCY: '0' })).toThrow(/LIST_CONCURRENCY/);
   });
+
+  it('reads TENCENT_API_PATH, refusing paths that are not one or that overlap the other routes', () => {
+    expect(loadConfig({}).tencentApiPath).toBeUndefined();
+    expect(loadConfig({ TENCENT_API_PATH: '/tc3' }).tencentApiPath).toBe('/tc3');
+    expect(loadConfig({ TENCENT_API_PATH: '/api/tencent' }).tencentApiPath).toBe('/api/tencent');
+    for (const bad of ['tc3', '/tc3/', '/tc3?x=1', '/v1', '/v1/x', '/healthz', '/docs/x']) {
+      expect(() => loadConfig({ TENCENT_API_PATH: bad }), bad).toThrow(/TENCENT_API_PATH/);
+    }
+  });
 });

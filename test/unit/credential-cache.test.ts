@@ -6,6 +6,7 @@ const credential = (secretId: string, accountId = 'acc-1', principalId = 'root')
   account_id: accountId,
   principal_id: principalId,
   secret_hash: Buffer.alloc(32),
+  secret_encrypted: null,
   status: 'enabled',
   last_used_time: null,
   kind: principalId === 'root' ? 'root' : 'sub',

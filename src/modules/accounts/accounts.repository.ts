@@ -82,6 +82,8 @@ export interface CredentialWithPolicy {
   account_id: string;
   principal_id: string;
   secret_hash: Buffer;
+  /** The AES-256-GCM copy of the secret key (secret-box.ts), for signature checks; null if made without a master key. */
+  secret_encrypted: Buffer | null;
   status: CredentialRow['status'];
   last_used_time: Date | null;
   kind: PrincipalsTable['kind'];
@@ -97,7 +99,7 @@ export interface CredentialWithPolicy {
  */
 export async function findCredential(db: Database, secretId: string): Promise<CredentialWithPolicy | undefined> {
   const result = await sql<CredentialWithPolicy>`
-    SELECT c.secret_id, c.account_id, c.principal_id, c.secret_hash, c.status, c.last_used_time,
+    SELECT c.secret_id, c.account_id, c.principal_id, c.secret_hash, c.secret_encrypted, c.status, c.last_used_time,
            (SELECT kind FROM principals p WHERE p.account_id = c.account_id AND p.principal_id = c.principal_id) AS kind,
            (SELECT statements FROM policies p WHERE p.account_id = c.account_id AND p.principal_id = c.principal_id) AS statements
     FROM credentials c

@@ -115,12 +115,17 @@ export async function authenticate(db: Database, authorization: string | undefin
   const token = BEARER.exec(authorization)?.[1];
   const parsed = token ? parseToken(token) : undefined;
   if (!parsed) throw new AppError('AuthFailure', 'Malformed credential: expected "Authorization: Bearer <secretId>.<secretKey>".');
-  const credential = cache?.get(parsed.secretId) ?? (await readCredential(db, parsed.secretId, cache));
+  const credential = await lookUpCredential(db, parsed.secretId, cache);
   // One message for unknown, disabled and wrong keys: the answer must not tell which ids exist.
   if (!credential || credential.status !== 'enabled' || !secretKeyMatches(credential.secret_hash, parsed.secretKey)) {
     throw new AppError('AuthFailure', 'The credential is unknown, disabled or wrong.');
   }
   await recordUse(db, credential.secret_id, credential.last_used_time, cache);
+  return principalOf(credential);
+}
+
+/** The principal a verified credential acts as. */
+export function principalOf(credential: CredentialWithPolicy): Principal {
   return {
     accountId: credential.account_id,
     principalId: credential.principal_id,
@@ -128,6 +133,19 @@ export async function authenticate(db: Database, authorization: string | undefin
     secretId: credential.secret_id,
     statements: credential.kind === 'root' ? [] : (credential.statements ?? []),
   };
+}
+
+/**
+ * The stored credential of `secretId` (from the cache when it holds it), whatever its status; the
+ * caller verifies it. The other authentication (TC3 signatures, modules/tencent) reads it here too.
+ */
+export async function lookUpCredential(db: Database, secretId: string, cache: CredentialCache | undefined): Promise<CredentialWithPolicy | undefined> {
+  return cache?.get(secretId) ?? (await readCredential(db, secretId, cache));
+}
+
+/** Records a verified credential's use (at most one write a minute per credential). */
+export async function recordCredentialUse(db: Database, credential: CredentialWithPolicy, cache: CredentialCache | undefined): Promise<void> {
+  await recordUse(db, credential.secret_id, credential.last_used_time, cache);
 }
 
 /** The row for a cache miss; cached whatever its status or the presented key (unknown ids are not). */

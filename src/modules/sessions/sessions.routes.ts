@@ -5,7 +5,6 @@ import { IfMatchHeaders, SessionPath, SpacePath, UserPath, errorResponses } from
 import { etagOf, parseIfMatch } from '../../lib/preconditions.js';
 import { sendJsonText } from '../../http/view-serializer.js';
 import type { AppDeps, ZodApp } from '../../http/zod-app.js';
-import { createSemaphore } from '../../lib/semaphore.js';
 import { maySeeSessionContents, writtenSessionAnswer } from './session-disclosure.js';
 import { Session, WrittenSession } from './session.model.js';
 import { CreateHeaders, SessionList, sessionSchemas } from './sessions.schemas.js';
@@ -14,12 +13,12 @@ import { createSession, deleteSession, describeSession, listSessions, modifySess
 const USER_SESSIONS = '/spaces/:spaceId/users/:userId/sessions';
 const ONE_SESSION = `${USER_SESSIONS}/:sessionId`;
 
-export async function sessionsRoutes(app: ZodApp, { db, limits, pageTokens }: AppDeps): Promise<void> {
+export async function sessionsRoutes(app: ZodApp, { db, limits, pageTokens, listSlots }: AppDeps): Promise<void> {
   const schemas = sessionSchemas(limits);
   // A list is three statements (space, page, count) on one pool: 100 concurrent lists queued every
   // append behind them (bench/list-contention.ts). At most limits.listConcurrency lists query at
-  // once; the others wait here, outside the pool's queue, so appends keep their connections.
-  const listSlots = createSemaphore(limits.listConcurrency);
+  // once (listSlots, shared with the API 3.0 face); the others wait here, outside the pool's
+  // queue, so appends keep their connections.
 
   app.post(
     USER_SESSIONS,

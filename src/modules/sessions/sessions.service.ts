@@ -128,7 +128,17 @@ function sessionViewOf(row: SessionRow & { user_state: JsonObject; app_state: Js
   return toSessionView(row, { user: row.user_state, app: row.app_state });
 }
 
-export async function modifySession(db: Database, key: SessionKey, input: ModifySessionInput, ifMatch: IfMatch): Promise<SessionView> {
+/**
+ * `replaceMetadata`: `input.metadata` is the whole new metadata (the API 3.0 ModifySession),
+ * rather than a merge patch of it (REST PATCH); the same rules check the result either way.
+ */
+export async function modifySession(
+  db: Database,
+  key: SessionKey,
+  input: ModifySessionInput,
+  ifMatch: IfMatch,
+  { replaceMetadata = false }: { replaceMetadata?: boolean } = {},
+): Promise<SessionView> {
   const changed = Object.entries(input).filter(([, value]) => value !== undefined);
   if (changed.length === 0) throw invalidParameter('body', 'give at least one of title, metadata, memo, expireTime, ttlSeconds');
   let memo: string | null | undefined;
@@ -144,7 +154,7 @@ export async function modifySession(db: Database, key: SessionKey, input: Modify
     assertIfMatch(ifMatch, current.revision);
     let metadata: Metadata | undefined;
     if (input.metadata !== undefined) {
-      metadata = applyMergePatch(current.metadata, input.metadata) as Metadata;
+      metadata = replaceMetadata ? withoutRemovals(input.metadata) : (applyMergePatch(current.metadata, input.metadata) as Metadata);
       assertValidMetadata(metadata, current.metadata);
     }
     const row = await updateSessionRow(trx, key, {
@@ -258,6 +268,14 @@ function expiryFrom(expireTime: string | null | undefined, ttlSeconds: number | 
   const at = new Date(expireTime);
   if (at.getTime() <= Date.now()) throw invalidParameter('expireTime', 'must be in the future');
   return { at };
+}
+
+/** A whole metadata object has no removals: a null value is not a value. */
+function withoutRemovals(metadata: Record<string, string | null>): Metadata {
+  const entries = Object.entries(metadata);
+  const removal = entries.find(([, value]) => value === null);
+  if (removal) throw invalidParameter(`metadata.${removal[0]}`, 'must be a string');
+  return Object.fromEntries(entries) as Metadata;
 }
 
 function assertValidMetadata(next: Metadata, previous: Metadata): void {

@@ -1,0 +1,164 @@
+// CreateSession, DescribeSession, DescribeSessions, ModifySession, DeleteSession: the sessions
+// service behind the ags models.
+import { z } from 'zod';
+import { AppError } from '../../errors.js';
+import { Identifier, SpaceId } from '../../http/schemas.js';
+import { maySeeSessionContents, writtenSessionAnswer } from '../sessions/session-disclosure.js';
+import type { SessionView } from '../sessions/session.model.js';
+import { sessionSchemas } from '../sessions/sessions.schemas.js';
+import { createSession, deleteSession, describeSession, listSessions, modifySession } from '../sessions/sessions.service.js';
+import { pageByOffset } from './offset-paging.js';
+import { defineAction } from './tc3-action.js';
+import { Tc3Error } from './tc3-errors.js';
+import { Filter, type FilterValue, MetadataVar, jsonObjectString, metadataObject, offsetLimit, toSessionInfo } from './tc3-models.js';
+import { parseServiceInput, pascalPath } from './tc3-validation.js';
+
+const SessionKeyFields = { SpaceId, UserId: Identifier, SessionId: Identifier };
+const Metadata = z.array(MetadataVar).max(64, 'must hold at most 64 items');
+/** Deprecated in the models; accepted and ignored. */
+const AgentId = z.string().optional();
+
+/** The service's metadata messages name `metadata.<key>`; this face calls the field Metadata. */
+function renamingMetadata<T>(work: () => Promise<T>): Promise<T> {
+  return work().catch((error: unknown) => {
+    if (error instanceof AppError && error.code === 'InvalidParameter.Metadata') {
+      throw new Tc3Error('InvalidParameter.Metadata', error.message.replace(/(^|; )metadata\b/g, '$1Metadata'));
+    }
+    throw error;
+  });
+}
+
+function metadataOrThrow(items: readonly { Name: string; Value: string }[]): Record<string, string> {
+  const metadata = metadataObject(items);
+  if (typeof metadata === 'string') throw new Tc3Error('InvalidParameter.Metadata', metadata);
+  return metadata;
+}
+
+export const createSessionAction = defineAction({
+  request: z.strictObject({
+    SpaceId,
+    UserId: Identifier,
+    SessionId: Identifier.optional(),
+    Title: z.string().optional(),
+    State: z.strictObject({ CustomState: jsonObjectString() }).optional(),
+    Metadata: Metadata.optional(),
+    AgentId,
+  }),
+  permission: { action: 'session:CreateSession', scope: 'space' },
+  spaceIdOf: (input) => input.SpaceId,
+  async run({ db, limits, principal }, input) {
+    const body = parseServiceInput(
+      sessionSchemas(limits).CreateSessionBody,
+      { sessionId: input.SessionId, title: input.Title, state: input.State?.CustomState, metadata: input.Metadata ? metadataOrThrow(input.Metadata) : undefined },
+      pascalPath([], { state: 'State.CustomState' }),
+    );
+    const user = { accountId: principal.accountId, spaceId: input.SpaceId, userId: input.UserId };
+    // A SessionId that exists answers the original session, unchanged (SPEC 4.1, the product's
+    // documented behaviour), rather than the SDK list's InvalidParameter.SessionIdDuplicate.
+    const { session } = await renamingMetadata(() => createSession(db, limits, user, body, false));
+    return { Session: toSessionInfo(writtenSessionAnswer(session, maySeeSessionContents(principal, input.SpaceId))) };
+  },
+});
+
+export const describeSessionAction = defineAction({
+  request: z.strictObject({
+    ...SessionKeyFields,
+    // The response model has no events: the two event fields are checked and have no effect.
+    NumRecentEvents: z.number().int('must be an integer').min(0, 'must be 0 or more').max(200, 'must be at most 200').optional(),
+    AfterTimestamp: z.string().max(64, 'must be at most 64 characters').pipe(z.iso.datetime({ offset: true })).optional(),
+    AgentId,
+  }),
+  permission: { action: 'session:DescribeSessions', scope: 'space' },
+  spaceIdOf: (input) => input.SpaceId,
+  sessionNotFound: 'ResourceNotFound.Session',
+  async run({ db, principal }, input) {
+    const key = { accountId: principal.accountId, spaceId: input.SpaceId, userId: input.UserId, sessionId: input.SessionId };
+    const { json } = await describeSession(db, key);
+    return { Session: toSessionInfo(JSON.parse(json) as SessionView) };
+  },
+});
+
+/** DescribeSessions' Filters as the REST list's query: `metadata:<key>` → `key=value`, title, title-like. */
+export function sessionFilterQuery(filters: readonly FilterValue[]): { title?: string; titleLike?: string; metadata: string[] } {
+  const seen = new Set<string>();
+  const query: { title?: string; titleLike?: string; metadata: string[] } = { metadata: [] };
+  for (const [index, filter] of filters.entries()) {
+    const at = `Filters[${index}]`;
+    if (seen.has(filter.Name)) throw new Tc3Error('InvalidParameterValue', `${at}.Name: "${filter.Name}" is given twice`);
+    seen.add(filter.Name);
+    if (filter.Name.startsWith('metadata:')) {
+      const key = filter.Name.slice('metadata:'.length);
+      if (key === '') throw new Tc3Error('InvalidParameterValue', `${at}.Name: metadata:<MetadataKey> needs a key`);
+      query.metadata.push(...filter.Values.map((value) => `${key}=${value}`));
+      continue;
+    }
+    if (filter.Name !== 'title' && filter.Name !== 'title-like') {
+      throw new Tc3Error('InvalidParameterValue', `${at}.Name: "${filter.Name}" is not a filter of DescribeSessions (metadata:<MetadataKey>, title, title-like)`);
+    }
+    const blank = filter.Values.findIndex((value) => value.trim() === '');
+    if (blank >= 0) throw new Tc3Error('InvalidParameterValue', `${at}.Values[${blank}]: must not be empty or only whitespace`);
+    // The sessions service matches one title (or substring) per list.
+    if (filter.Values.length > 1) throw new Tc3Error('InvalidParameterValue', `${at}.Values: ${filter.Name} takes one value here`);
+    if (filter.Name === 'title') query.title = filter.Values[0]!;
+    else query.titleLike = filter.Values[0]!;
+  }
+  if (query.title !== undefined && query.titleLike !== undefined) throw new Tc3Error('InvalidParameterValue', 'Filters: title and title-like cannot be combined');
+  return query;
+}
+
+const SESSION_PAGE = 100;
+
+export const describeSessionsAction = defineAction({
+  request: z.strictObject({
+    SpaceId,
+    UserIds: z.array(Identifier).max(100, 'must hold at most 100 items').optional(),
+    SessionIds: z.array(Identifier).max(100, 'must hold at most 100 items').optional(),
+    ...offsetLimit(20, 100),
+    Filters: z
+      .array(Filter.extend({ Values: Filter.shape.Values.max(100, 'must hold at most 100 values') }))
+      .max(10, 'must hold at most 10 filters')
+      .optional(),
+    AgentIds: z.array(z.string()).max(100, 'must hold at most 100 items').optional(),
+  }),
+  permission: { action: 'session:DescribeSessions', scope: 'space' },
+  spaceIdOf: (input) => input.SpaceId,
+  async run({ db, limits, pageTokens, listSlots, principal }, input) {
+    const filters = sessionFilterQuery(input.Filters ?? []);
+    const scope = { accountId: principal.accountId, spaceId: input.SpaceId };
+    const { items, totalCount } = await pageByOffset(input.Offset, input.Limit, SESSION_PAGE, async (pageSize, pageToken, includeTotal) => {
+      const query = parseServiceInput(
+        sessionSchemas(limits).ListSpaceSessionsQuery,
+        { userId: input.UserIds, sessionId: input.SessionIds, ...filters, metadata: filters.metadata.length ? filters.metadata : undefined, pageSize, pageToken, includeTotal: includeTotal ? 'true' : 'false' },
+        pascalPath([], { userId: 'UserIds', sessionId: 'SessionIds', metadata: 'Filters', title: 'Filters', titleLike: 'Filters' }),
+      );
+      const page = await listSlots.run(() => listSessions(db, limits, pageTokens, scope, query));
+      return { items: page.sessions, nextPageToken: page.nextPageToken, totalCount: page.totalCount };
+    });
+    return { TotalCount: totalCount, Sessions: items.map(toSessionInfo) };
+  },
+});
+
+export const modifySessionAction = defineAction({
+  request: z.strictObject({ ...SessionKeyFields, Title: z.string().optional(), Metadata: Metadata.optional() }),
+  permission: { action: 'session:ModifySession', scope: 'space' },
+  spaceIdOf: (input) => input.SpaceId,
+  async run({ db, limits, principal }, input) {
+    if (input.Title === undefined && input.Metadata === undefined) throw new Tc3Error('MissingParameter', 'Title, Metadata: give at least one of them');
+    const key = { accountId: principal.accountId, spaceId: input.SpaceId, userId: input.UserId, sessionId: input.SessionId };
+    const body = parseServiceInput(sessionSchemas(limits).ModifySessionBody, { title: input.Title, metadata: input.Metadata ? metadataOrThrow(input.Metadata) : undefined });
+    // Metadata is replaced whole (the model), where the REST PATCH merges: the service's option,
+    // inside its one transaction, under the session's lock.
+    const session = await renamingMetadata(() => modifySession(db, key, body, undefined, { replaceMetadata: true }));
+    return { Session: toSessionInfo(writtenSessionAnswer(session, maySeeSessionContents(principal, input.SpaceId))) };
+  },
+});
+
+export const deleteSessionAction = defineAction({
+  request: z.strictObject({ ...SessionKeyFields, AgentId }),
+  permission: { action: 'session:DeleteSession', scope: 'space' },
+  spaceIdOf: (input) => input.SpaceId,
+  async run({ db, principal }, input) {
+    await deleteSession(db, { accountId: principal.accountId, spaceId: input.SpaceId, userId: input.UserId, sessionId: input.SessionId }, undefined);
+    return {};
+  },
+});

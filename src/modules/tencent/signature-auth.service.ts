@@ -1,0 +1,85 @@
+// Authentication of API 3.0 requests: the TC3-HMAC-SHA256 signature, checked with the secret key
+// of an existing credential (the `<secretId>.<secretKey>` pair of the REST bearer token). Verifying
+// an HMAC needs the secret itself, so it comes from the credential's AES-256-GCM copy
+// (credentials.secret_encrypted, under CREDENTIAL_MASTER_KEY); the plain key is held only for the
+// duration of the check and never logged or cached.
+//
+// Round trips: as for bearer tokens (http/auth.ts): none for a credential in the cache, one on a
+// miss, plus the once-a-minute last-use write.
+import type { Database } from '../../db/connect.js';
+import type { Principal } from '../../lib/principal.js';
+import { TC3_MAX_CLOCK_SKEW_SECONDS, type Tc3Request, parseTc3Authorization, tc3Date, tc3SignatureMatches } from '../../lib/tc3-signature.js';
+import { lookUpCredential, principalOf, recordCredentialUse } from '../accounts/accounts.service.js';
+import type { CredentialCache } from '../accounts/credential-cache.js';
+import { decryptSecret } from '../accounts/secret-box.js';
+import { Tc3Error } from './tc3-errors.js';
+
+const SECRET_ID = /^AKID[A-Za-z0-9]{32}$/;
+
+export interface SignedRequest extends Omit<Tc3Request, 'signedHeaders'> {
+  authorization: string | undefined;
+  /** X-TC-Timestamp as sent. */
+  timestamp: string | undefined;
+}
+
+export interface SignatureAuthOptions {
+  masterKey: Buffer | undefined;
+  cache: CredentialCache | undefined;
+  /** The server's clock in seconds (tests of the window pass their own). */
+  nowSeconds?: number;
+}
+
+/** The principal of a correctly signed, fresh request, or a Tc3Error with the API 3.0 code. */
+export async function authenticateSignedRequest(db: Database, request: SignedRequest, options: SignatureAuthOptions): Promise<Principal> {
+  if (!request.authorization) throw new Tc3Error('AuthFailure.InvalidAuthorization', 'The Authorization header is missing: sign the request with TC3-HMAC-SHA256.');
+  const authorization = parseTc3Authorization(request.authorization);
+  if (!authorization) {
+    throw new Tc3Error(
+      'AuthFailure.InvalidAuthorization',
+      'The Authorization header is not "TC3-HMAC-SHA256 Credential=<SecretId>/<date>/<service>/tc3_request, SignedHeaders=…, Signature=<64 hex>".',
+    );
+  }
+  if (!authorization.signedHeaders.includes('content-type') || !authorization.signedHeaders.includes('host')) {
+    throw new Tc3Error('AuthFailure.InvalidAuthorization', 'SignedHeaders must include content-type and host.');
+  }
+  const timestamp = /^\d{1,12}$/.test(request.timestamp ?? '') ? Number(request.timestamp) : undefined;
+  if (timestamp === undefined) throw new Tc3Error('MissingParameter', 'X-TC-Timestamp: must be the Unix time of the request in seconds.');
+  const now = options.nowSeconds ?? Math.floor(Date.now() / 1000);
+  if (Math.abs(now - timestamp) > TC3_MAX_CLOCK_SKEW_SECONDS) {
+    throw new Tc3Error('AuthFailure.SignatureExpire', `X-TC-Timestamp ${timestamp} is more than ${TC3_MAX_CLOCK_SKEW_SECONDS} s from the server time ${now}: check the client's clock.`);
+  }
+  if (authorization.date !== tc3Date(timestamp)) {
+    throw new Tc3Error('AuthFailure.SignatureFailure', `The credential scope's date ${authorization.date} is not the UTC date of X-TC-Timestamp (${tc3Date(timestamp)}).`);
+  }
+  if (!SECRET_ID.test(authorization.secretId)) throw new Tc3Error('AuthFailure.InvalidSecretId', 'The SecretId is not valid: it is AKID followed by 32 letters and digits.');
+  if (!options.masterKey) {
+    throw new Tc3Error(
+      'UnsupportedOperation',
+      'This server has no CREDENTIAL_MASTER_KEY, so it keeps no copy of secret keys to check signatures with: the operator must set CREDENTIAL_MASTER_KEY. Bearer tokens on /v1 still work.',
+    );
+  }
+
+  const credential = await lookUpCredential(db, authorization.secretId, options.cache);
+  if (!credential || credential.status !== 'enabled') throw new Tc3Error('AuthFailure.SecretIdNotFound', 'The SecretId is unknown or disabled.');
+  const secretKey = decryptedKey(options.masterKey, credential.secret_encrypted);
+  const signed = { ...request, signedHeaders: authorization.signedHeaders };
+  if (!tc3SignatureMatches(secretKey, authorization, timestamp, signed)) {
+    throw new Tc3Error('AuthFailure.SignatureFailure', 'The signature does not match: check the SecretKey and that the request was not changed after signing.');
+  }
+  await recordCredentialUse(db, credential, options.cache);
+  return principalOf(credential);
+}
+
+const NO_COPY_MESSAGE =
+  'This credential has no encrypted copy of its secret key readable with the server\'s CREDENTIAL_MASTER_KEY ' +
+  '(it was created before the key was set, or under another key), so its signatures cannot be checked. ' +
+  'It still works as a bearer token; create a new credential (POST /v1/iam/credentials, or `npm run admin -- rotate-root-credential`) to sign requests.';
+
+function decryptedKey(masterKey: Buffer, sealed: Buffer | null): string {
+  if (!sealed) throw new Tc3Error('AuthFailure.InvalidSecretId', NO_COPY_MESSAGE);
+  try {
+    return decryptSecret(masterKey, sealed);
+  } catch {
+    throw new Tc3Error('AuthFailure.InvalidSecretId', NO_COPY_MESSAGE);
+  }
+}

@@ -1,0 +1,177 @@
+// The structures of the ags 2025-09-20 models (SessionSpaceInfo, SessionInfo, EventInfo, Filter,
+// MetadataVar, SessionState) and their mapping to and from the service's views. Field names,
+// types and the per-field limits are the SDK models' (docs/tencent-api.md); the service's own
+// rules apply underneath (tc3-validation.ts, stage 2).
+import { z } from 'zod';
+import type { JsonObject as JsonObjectValue } from '../../db/schema.js';
+import { TimestampInput } from '../../http/schemas.js';
+import type { EventInputValue } from '../events/events.schemas.js';
+import type { EventView } from '../events/event.model.js';
+import type { SessionView, WrittenSessionView } from '../sessions/session.model.js';
+import type { SpaceView } from '../spaces/spaces.schemas.js';
+
+/** A String field holding a JSON object (`CustomState`, `StateDelta`, `Extensions`, …), parsed. */
+export const jsonObjectString = (max?: number) => {
+  const text = max === undefined ? z.string() : z.string().max(max, `must be at most ${max} characters`);
+  return text.transform((value, ctx): JsonObjectValue => {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(value);
+    } catch {
+      ctx.addIssue({ code: 'custom', message: 'must be a JSON string holding a JSON object, e.g. "{\\"k\\":1}"' });
+      return z.NEVER;
+    }
+    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+      ctx.addIssue({ code: 'custom', message: 'must be a JSON string holding a JSON object, not another JSON value' });
+      return z.NEVER;
+    }
+    return parsed as JsonObjectValue;
+  });
+};
+
+/** RFC 3339, at most 64 characters (the models' `Timestamp` / `AfterTimestamp`). */
+export const Tc3Timestamp = z.string().max(64, 'must be at most 64 characters').pipe(TimestampInput);
+
+/** Offset / Limit, as integers (the SDK sends JSON numbers). */
+export const offsetLimit = (defaultLimit: number, maxLimit: number) => ({
+  Offset: z.number().int('must be an integer').min(0, 'must be 0 or more').default(0),
+  Limit: z.number().int('must be an integer').min(1, 'must be at least 1').max(maxLimit, `must be at most ${maxLimit}`).default(defaultLimit),
+});
+
+export const Filter = z.strictObject({
+  Name: z.string().min(1, 'must not be empty'),
+  Values: z.array(z.string()).min(1, 'must hold at least one value'),
+});
+export type FilterValue = z.infer<typeof Filter>;
+
+export const MetadataVar = z.strictObject({ Name: z.string(), Value: z.string().default('') });
+
+/** MetadataVar[] → the service's metadata object; a repeated Name is refused (the models: unique). */
+export function metadataObject(items: readonly { Name: string; Value: string }[]): Record<string, string> | string {
+  const metadata: Record<string, string> = {};
+  for (const [index, item] of items.entries()) {
+    if (Object.hasOwn(metadata, item.Name)) return `Metadata[${index}].Name: "${item.Name}" is given twice; names must be unique`;
+    metadata[item.Name] = item.Value;
+  }
+  return metadata;
+}
+
+const metadataVars = (metadata: Record<string, string>) => Object.entries(metadata).map(([Name, Value]) => ({ Name, Value }));
+
+const PartInfo = z.strictObject({
+  Text: z.string().max(8192, 'must be at most 8192 characters').optional(),
+  Thought: z.boolean().optional(),
+  FunctionCall: jsonObjectString(8192).optional(),
+  FunctionResponse: jsonObjectString(8192).optional(),
+  InlineData: z
+    .strictObject({
+      MimeType: z.string().max(128, 'must be at most 128 characters'),
+      Data: z.string().max(8192, 'must be at most 8192 characters'),
+    })
+    .optional(),
+});
+
+/** EventInfo as AppendEvent takes it. */
+export const EventInfoInput = z.strictObject({
+  EventId: z.string().optional(),
+  InvocationId: z.string().max(128, 'must be at most 128 characters').optional(),
+  Author: z.string().max(128, 'must be at most 128 characters').optional(),
+  Content: z.strictObject({ Role: z.string().max(64, 'must be at most 64 characters').optional(), Parts: z.array(PartInfo).default([]) }).optional(),
+  Actions: z.strictObject({ StateDelta: jsonObjectString(8192).optional() }).optional(),
+  Metadata: jsonObjectString().optional(),
+  Extensions: jsonObjectString(8192).optional(),
+  ErrorCode: z.string().max(128, 'must be at most 128 characters').optional(),
+  ErrorMessage: z.string().max(2048, 'must be at most 2048 characters').optional(),
+  Timestamp: Tc3Timestamp.optional(),
+});
+export type EventInfoInputValue = z.output<typeof EventInfoInput>;
+
+const defined = <T extends object>(value: T): T => Object.fromEntries(Object.entries(value).filter(([, item]) => item !== undefined)) as T;
+
+/**
+ * EventInfo → the REST event input (then validated by the REST schema). An empty EventId counts
+ * as absent (generated), as the models say.
+ */
+export function eventInputOf(info: EventInfoInputValue): Record<string, unknown> {
+  return defined({
+    eventId: info.EventId === '' ? undefined : info.EventId,
+    invocationId: info.InvocationId,
+    author: info.Author,
+    content: info.Content
+      ? defined({
+          role: info.Content.Role,
+          parts: info.Content.Parts.map((part) =>
+            defined({
+              text: part.Text,
+              thought: part.Thought,
+              functionCall: part.FunctionCall,
+              functionResponse: part.FunctionResponse,
+              inlineData: part.InlineData ? { mimeType: part.InlineData.MimeType, data: part.InlineData.Data } : undefined,
+            }),
+          ),
+        })
+      : undefined,
+    actions: info.Actions ? defined({ stateDelta: info.Actions.StateDelta }) : undefined,
+    metadata: info.Metadata,
+    extensions: info.Extensions,
+    errorCode: info.ErrorCode,
+    errorMessage: info.ErrorMessage,
+    timestamp: info.Timestamp,
+  }) satisfies Partial<Record<keyof EventInputValue, unknown>>;
+}
+
+export function toEventInfo(event: EventView) {
+  return defined({
+    EventId: event.eventId,
+    InvocationId: event.invocationId,
+    Author: event.author,
+    Content: event.content
+      ? defined({
+          Role: event.content.role,
+          Parts: event.content.parts.map((part) =>
+            defined({
+              Text: part.text,
+              Thought: part.thought,
+              FunctionCall: part.functionCall ? JSON.stringify(part.functionCall) : undefined,
+              FunctionResponse: part.functionResponse ? JSON.stringify(part.functionResponse) : undefined,
+              InlineData: part.inlineData ? { MimeType: part.inlineData.mimeType, Data: part.inlineData.data } : undefined,
+            }),
+          ),
+        })
+      : undefined,
+    Actions: event.actions?.stateDelta !== undefined ? { StateDelta: JSON.stringify(event.actions.stateDelta) } : undefined,
+    Metadata: event.metadata ? JSON.stringify(event.metadata) : undefined,
+    Extensions: event.extensions ? JSON.stringify(event.extensions) : undefined,
+    ErrorCode: event.errorCode,
+    ErrorMessage: event.errorMessage,
+    Timestamp: event.timestamp,
+  });
+}
+
+export function toSessionSpaceInfo(space: SpaceView) {
+  return {
+    SpaceId: space.spaceId,
+    Name: space.name,
+    Description: space.description,
+    // A space being deleted is gone in one transaction here: never `Deleting`.
+    Status: 'Active',
+    Default: space.default,
+    CreateTime: space.createTime,
+    UpdateTime: space.updateTime,
+  };
+}
+
+/** SessionInfo; a write's answer without contents (no session:DescribeSessions) has no Title, State, Metadata. */
+export function toSessionInfo(session: SessionView | WrittenSessionView) {
+  return defined({
+    SessionId: session.sessionId,
+    SpaceId: session.spaceId,
+    UserId: session.userId,
+    Title: session.title,
+    State: session.state ? { CustomState: JSON.stringify(session.state) } : undefined,
+    Metadata: session.metadata ? metadataVars(session.metadata) : undefined,
+    EventCount: session.eventCount,
+    CreateTime: session.createTime,
+    UpdateTime: session.updateTime,
+  });
+}
