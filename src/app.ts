@@ -7,6 +7,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } 
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import type { Limits } from './config.js';
 import type { Database } from './db/connect.js';
+import { type EventFeed, startEventFeed } from './db/event-feed.js';
 import { registerAuthentication } from './http/auth.js';
 import { registerAuthorization } from './http/authorization.js';
 import { registerBodyNestingLimit } from './http/body-nesting.js';
@@ -43,11 +44,30 @@ export interface BuildAppOptions {
    * credential. The app owns it from here: closing the app closes its listener.
    */
   credentialCache?: ListeningCredentialCache | undefined;
+  /**
+   * The feed of appends the event streams wait on (startEventFeed over the database's LISTEN), or
+   * none: streams then find new events on their heartbeat only. The app owns it: closing the app
+   * ends the open streams, then closes the feed.
+   */
+  eventFeed?: EventFeed | undefined;
+  /** A heartbeat comment this often on each open event stream (default 15 s). */
+  eventStreamHeartbeatMs?: number | undefined;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
-export async function buildApp({ db, limits, credentialMasterKey, pageTokenKey, logger = false, pool, metricsToken, credentialCache }: BuildAppOptions): Promise<FastifyInstance> {
+export async function buildApp({
+  db,
+  limits,
+  credentialMasterKey,
+  pageTokenKey,
+  logger = false,
+  pool,
+  metricsToken,
+  credentialCache,
+  eventFeed = startEventFeed(undefined),
+  eventStreamHeartbeatMs = 15_000,
+}: BuildAppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     ...(logger ? { loggerInstance: logger } : { logger: false }),
     bodyLimit: limits.bodyBytes,
@@ -123,6 +143,11 @@ export async function buildApp({ db, limits, credentialMasterKey, pageTokenKey, 
 
   if (credentialCache) app.addHook('onClose', () => credentialCache.close());
   const cache = credentialCache?.cache;
+  // Open event streams do not end by themselves: they are ended before the server waits for its
+  // connections to finish (preClose), and the feed closes after them.
+  const closingStreams = new Set<() => void>();
+  app.addHook('preClose', async () => closingStreams.forEach((end) => end()));
+  app.addHook('onClose', () => eventFeed.close());
   const deps: AppDeps = {
     db,
     limits,
@@ -130,6 +155,12 @@ export async function buildApp({ db, limits, credentialMasterKey, pageTokenKey, 
     pageTokens: new PageTokens(pageTokenKey),
     metrics,
     credentialChangesApplied: credentialCache ? () => credentialCache.catchUp() : async () => {},
+    eventFeed,
+    eventStreamHeartbeatMs,
+    onAppClose(end) {
+      closingStreams.add(end);
+      return () => closingStreams.delete(end);
+    },
   };
   await app.register(async (scope) => healthRoutes(scope as ZodApp, deps));
   await app.register(async (scope) => metricsRoutes(scope as ZodApp, metrics, metricsToken));

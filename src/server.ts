@@ -11,6 +11,7 @@ import { openDatabase } from './db/connect.js';
 import { migrateToLatest } from './db/migrate.js';
 import { ensureEmbeddedAccount } from './modules/accounts/accounts.service.js';
 import { startCredentialCache } from './modules/accounts/credential-cache-listener.js';
+import { startEventFeed } from './db/event-feed.js';
 import { type ExpirySweeper, startExpirySweeper } from './modules/sessions/expiry-sweeper.js';
 import { resolvePageTokenKey } from './page-token-key.js';
 
@@ -45,6 +46,8 @@ async function main(): Promise<void> {
     pageTokenKey,
     logger,
     credentialCache,
+    // One listening connection wakes every open event stream of this instance; closed with the app.
+    eventFeed: startEventFeed(database.listen),
   });
   closeWithGrace({ delay: 10_000, logger }, async ({ signal, err }) => {
     if (err) logger.error({ err }, 'shutting down after an error');

@@ -4,6 +4,7 @@ import { buildApp } from '../../src/app.js';
 import { DEFAULT_LIMITS, type Limits } from '../../src/config.js';
 import { type CreatedAccount, createAccount } from '../../src/modules/accounts/accounts.service.js';
 import { type ListeningCredentialCache, startCredentialCache } from '../../src/modules/accounts/credential-cache-listener.js';
+import { startEventFeed } from '../../src/db/event-feed.js';
 import { createTestDatabase, type TestDatabase } from './test-database.js';
 
 export interface TestApp {
@@ -38,6 +39,8 @@ export async function createTestApp(
     logger?: FastifyBaseLogger;
     /** On by default, so that the whole suite runs with it; false: every request reads its credential. */
     credentialCache?: boolean;
+    /** The event streams' heartbeat interval (default: the app's). */
+    eventStreamHeartbeatMs?: number;
   } = {},
 ): Promise<TestApp> {
   const database = await createTestDatabase({ poolMax: options.poolMax });
@@ -50,6 +53,8 @@ export async function createTestApp(
     pageTokenKey: TEST_PAGE_TOKEN_KEY,
     logger: options.logger ?? false,
     credentialCache,
+    eventFeed: startEventFeed(database.listen),
+    eventStreamHeartbeatMs: options.eventStreamHeartbeatMs,
   });
   await app.ready();
   const newAccount = (name = `account-${process.pid}-${++accountCounter}`) => createAccount(database.db, name);

@@ -25,6 +25,8 @@ export const OPERATIONS = {
   appendEvents: { method: 'POST', path: '/v1/spaces/{spaceId}/users/{userId}/sessions/{sessionId}/events' },
   listEvents: { method: 'GET', path: '/v1/spaces/{spaceId}/users/{userId}/sessions/{sessionId}/events' },
   describeEvent: { method: 'GET', path: '/v1/spaces/{spaceId}/users/{userId}/sessions/{sessionId}/events/{eventId}' },
+  streamEvents: { method: 'GET', path: '/v1/spaces/{spaceId}/users/{userId}/sessions/{sessionId}/events/stream' },
+  getStateAtEvent: { method: 'GET', path: '/v1/spaces/{spaceId}/users/{userId}/sessions/{sessionId}/state-at/{seq}' },
   exportSession: { method: 'GET', path: '/v1/spaces/{spaceId}/users/{userId}/sessions/{sessionId}/export' },
   importSession: { method: 'POST', path: '/v1/spaces/{spaceId}/sessions/import' },
   getContext: { method: 'GET', path: '/v1/spaces/{spaceId}/users/{userId}/sessions/{sessionId}/context' },
