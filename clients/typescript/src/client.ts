@@ -61,6 +61,7 @@ export class AgentSessionClient {
   describeSessionSpace(params: Params<'describeSessionSpace'>, options?: CallOptions<'describeSessionSpace'>): Promise<Result<'describeSessionSpace'>> { return this.#call('describeSessionSpace', params, undefined, options); }
   modifySessionSpace(params: Params<'modifySessionSpace'>, body: Body<'modifySessionSpace'>, options?: CallOptions<'modifySessionSpace'>): Promise<Result<'modifySessionSpace'>> { return this.#call('modifySessionSpace', params, body, options); }
   deleteSessionSpace(params: Params<'deleteSessionSpace'>, options?: CallOptions<'deleteSessionSpace'>): Promise<Result<'deleteSessionSpace'>> { return this.#call('deleteSessionSpace', params, undefined, options); }
+  getSpacePermissions(params: Params<'getSpacePermissions'>, options?: CallOptions<'getSpacePermissions'>): Promise<Result<'getSpacePermissions'>> { return this.#call('getSpacePermissions', params, undefined, options); }
   listSpaceUsers(params: Params<'listSpaceUsers'>, options?: CallOptions<'listSpaceUsers'>): Promise<Result<'listSpaceUsers'>> { return this.#call('listSpaceUsers', params, undefined, options); }
   getUserState(params: Params<'getUserState'>, options?: CallOptions<'getUserState'>): Promise<Result<'getUserState'>> { return this.#call('getUserState', params, undefined, options); }
 

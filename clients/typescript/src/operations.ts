@@ -14,6 +14,7 @@ export const OPERATIONS = {
   describeSessionSpace: { method: 'GET', path: '/v1/spaces/{spaceId}' },
   modifySessionSpace: { method: 'PATCH', path: '/v1/spaces/{spaceId}' },
   deleteSessionSpace: { method: 'DELETE', path: '/v1/spaces/{spaceId}' },
+  getSpacePermissions: { method: 'GET', path: '/v1/spaces/{spaceId}/permissions' },
   listSpaceUsers: { method: 'GET', path: '/v1/spaces/{spaceId}/users' },
   getUserState: { method: 'GET', path: '/v1/spaces/{spaceId}/users/{userId}/state' },
   createSession: { method: 'POST', path: '/v1/spaces/{spaceId}/users/{userId}/sessions' },
