@@ -12,6 +12,7 @@ import { registerAuthentication } from './http/auth.js';
 import { registerAuthorization } from './http/authorization.js';
 import { registerBodyNestingLimit } from './http/body-nesting.js';
 import { clientErrorHandler, registerShutdownRefusal } from './http/connection-errors.js';
+import { registerConsole } from './http/console.js';
 import { registerErrorHandling, renderFrameworkError } from './http/error-handler.js';
 import { metricsRoutes, registerMetrics } from './http/metrics.js';
 import { openapiTransformObject } from './http/openapi-document.js';
@@ -52,6 +53,8 @@ export interface BuildAppOptions {
   eventFeed?: EventFeed | undefined;
   /** A heartbeat comment this often on each open event stream (default 15 s). */
   eventStreamHeartbeatMs?: number | undefined;
+  /** The built console served at /console (default console/dist); false: no console. */
+  consoleDir?: string | false | undefined;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -67,6 +70,7 @@ export async function buildApp({
   credentialCache,
   eventFeed = startEventFeed(undefined),
   eventStreamHeartbeatMs = 15_000,
+  consoleDir,
 }: BuildAppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     ...(logger ? { loggerInstance: logger } : { logger: false }),
@@ -140,6 +144,7 @@ export async function buildApp({
   });
   await app.register(swaggerUi, { routePrefix: '/docs' });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  if (consoleDir !== false) await registerConsole(app, consoleDir);
 
   if (credentialCache) app.addHook('onClose', () => credentialCache.close());
   const cache = credentialCache?.cache;

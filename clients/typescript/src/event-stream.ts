@@ -9,13 +9,14 @@ export interface SseFrame {
 
 /** Frames of the stream, in order, until it ends; comments (heartbeats) and `retry` lines are skipped. */
 export async function* readSseFrames(body: ReadableStream<Uint8Array>): AsyncGenerator<SseFrame, void, undefined> {
-  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+  const reader = body.getReader();
+  const decoder = new TextDecoder();
   let buffer = '';
   try {
     for (;;) {
       const chunk = await reader.read();
       if (chunk.done) return;
-      buffer += chunk.value.replace(/\r\n?/g, '\n');
+      buffer += decoder.decode(chunk.value, { stream: true }).replace(/\r\n?/g, '\n');
       for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
         const block = buffer.slice(0, end);
         buffer = buffer.slice(end + 2);
