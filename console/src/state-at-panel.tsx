@@ -5,7 +5,9 @@ import { type AgentSessionClient, type StateAtEvent, describeError } from './api
 import { ErrorMessage, JsonView, pathKey } from './components.js';
 
 export function StateAtPanel({ client, ids, seq, onClose }: { client: AgentSessionClient; ids: { spaceId: string; userId: string; sessionId: string }; seq: number; onClose: () => void }) {
-  const [result, setResult] = useState<StateAtEvent | undefined>();
+  const [answer, setResult] = useState<StateAtEvent | undefined>();
+  // Until the answer for this seq arrives, the previous one is not shown under the new heading.
+  const result = answer?.event.seq === seq ? answer : undefined;
   const [error, setError] = useState<string | undefined>();
   const heading = useRef<HTMLHeadingElement>(null);
   // Keyboard and screen-reader users land on the panel they opened.

@@ -2,6 +2,7 @@
 // with Last-Event-ID; authorized like the events list; many open streams hold no pool connections;
 // a shutdown ends every open stream. Served over a real socket: streaming does not go through
 // app.inject.
+import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { insertSpace } from '../support/fixtures.js';
 import { insertSubAccount, readOnlyOn } from '../support/principals.js';
@@ -80,6 +81,20 @@ describe('GET …/events/stream', () => {
     expect(stream.status).toBe(400);
     expect(stream.errorBody!.error.code).toBe('InvalidParameter');
     expect(stream.errorBody!.error.message).toContain('last-event-id');
+  });
+
+  it('answers hostile afterSeq and Last-Event-ID values with a 4xx envelope or a stream, never a 5xx', async () => {
+    const session = await newSession();
+    const value = fc.oneof(fc.string({ maxLength: 30 }), fc.integer().map(String), fc.constantFrom('-1', '1e3', '9007199254740993', ' 1', '0x10', ''));
+    await fc.assert(
+      fc.asyncProperty(value, fc.option(value, { nil: undefined }), async (afterSeq, lastEventId) => {
+        const headers: Record<string, string> = lastEventId === undefined || /[^\x20-\x7e]/.test(lastEventId) ? {} : { 'last-event-id': lastEventId };
+        const stream = await openSse(`${base}${session}/events/stream?afterSeq=${encodeURIComponent(afterSeq)}`, token(), headers);
+        stream.close();
+        expect(stream.status === 200 || (stream.status === 400 && stream.errorBody?.error.code === 'InvalidParameter'), `${stream.status} ${JSON.stringify(stream.errorBody)}`).toBe(true);
+      }),
+      { seed: 42, numRuns: 60 },
+    );
   });
 
   it('is authorized like the events list', async () => {
