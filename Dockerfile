@@ -1,17 +1,20 @@
 # syntax=docker/dockerfile:1
 
-# Build stage: all dependencies, TypeScript compiled to dist/.
+# Build stage: all dependencies, TypeScript compiled to dist/, the console built to console/dist.
 FROM node:24-bookworm-slim AS build
 WORKDIR /app
 # The root is an npm workspace of clients/typescript: npm ci needs its package.json, and
-# `npm run build` builds the client too.
+# `npm run build` builds the client too. npm ci's `prepare` would build the console before its
+# sources are here; it is built explicitly below.
 COPY package.json package-lock.json ./
 COPY clients/typescript/package.json ./clients/typescript/
-RUN npm ci --no-audit --no-fund
+RUN npm ci --no-audit --no-fund --ignore-scripts
+COPY console ./console
+COPY clients/typescript/src ./clients/typescript/src
+RUN npm run console:build
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 COPY clients/typescript/tsconfig.json ./clients/typescript/
-COPY clients/typescript/src ./clients/typescript/src
 RUN npm run build
 
 # Runtime stage: production dependencies, the compiled code and the SQL migrations only.
@@ -23,10 +26,12 @@ ENV NODE_ENV=production \
 WORKDIR /app
 COPY package.json package-lock.json ./
 COPY clients/typescript/package.json ./clients/typescript/
-RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+RUN npm ci --omit=dev --no-audit --no-fund --ignore-scripts && npm cache clean --force
 # dist/ and migrations/ must be siblings: dist/db/migrate.js reads ../../migrations.
 COPY --from=build /app/dist ./dist
 COPY migrations ./migrations
+# dist/http/console.js serves ../../console/dist.
+COPY --from=build /app/console/dist ./console/dist
 # Without DATABASE_URL the service keeps an embedded PGlite database here: mount a volume to keep
 # it (`docker run -v sessions-data:/app/data …`). No VOLUME instruction: it would give every
 # container an anonymous volume, unused and left behind when DATABASE_URL points at PostgreSQL.

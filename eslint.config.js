@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'dist/', 'data/', 'coverage/', 'openapi/', 'clients/typescript/dist/', 'clients/typescript/src/generated/'] },
+  { ignores: ['node_modules/', 'dist/', 'data/', 'coverage/', 'openapi/', 'clients/typescript/dist/', 'clients/typescript/src/generated/', 'console/dist/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

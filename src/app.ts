@@ -7,10 +7,12 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } 
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import type { Limits } from './config.js';
 import type { Database } from './db/connect.js';
+import { type EventFeed, startEventFeed } from './db/event-feed.js';
 import { registerAuthentication } from './http/auth.js';
 import { registerAuthorization } from './http/authorization.js';
 import { registerBodyNestingLimit } from './http/body-nesting.js';
 import { clientErrorHandler, registerShutdownRefusal } from './http/connection-errors.js';
+import { registerConsole } from './http/console.js';
 import { registerErrorHandling, renderFrameworkError } from './http/error-handler.js';
 import { metricsRoutes, registerMetrics } from './http/metrics.js';
 import { openapiTransformObject } from './http/openapi-document.js';
@@ -49,11 +51,35 @@ export interface BuildAppOptions {
   rateLimitRedis?: RateLimitRedis | undefined;
   /** TENCENT_API_PATH: the API 3.0 endpoint answers POST on it as well as on `/`. */
   tencentApiPath?: string | undefined;
+  /**
+   * The feed of appends the event streams wait on (startEventFeed over the database's LISTEN), or
+   * none: streams then find new events on their heartbeat only. The app owns it: closing the app
+   * ends the open streams, then closes the feed.
+   */
+  eventFeed?: EventFeed | undefined;
+  /** A heartbeat comment this often on each open event stream (default 15 s). */
+  eventStreamHeartbeatMs?: number | undefined;
+  /** The built console served at /console (default console/dist); false: no console. */
+  consoleDir?: string | false | undefined;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
-export async function buildApp({ db, limits, credentialMasterKey, pageTokenKey, logger = false, pool, metricsToken, credentialCache, rateLimitRedis, tencentApiPath }: BuildAppOptions): Promise<FastifyInstance> {
+export async function buildApp({
+  db,
+  limits,
+  credentialMasterKey,
+  pageTokenKey,
+  logger = false,
+  pool,
+  metricsToken,
+  credentialCache,
+  eventFeed = startEventFeed(undefined),
+  eventStreamHeartbeatMs = 15_000,
+  consoleDir,
+  rateLimitRedis,
+  tencentApiPath,
+}: BuildAppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     ...(logger ? { loggerInstance: logger } : { logger: false }),
     bodyLimit: limits.bodyBytes,
@@ -137,12 +163,18 @@ export async function buildApp({ db, limits, credentialMasterKey, pageTokenKey, 
   });
   await app.register(swaggerUi, { routePrefix: '/docs' });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  if (consoleDir !== false) await registerConsole(app, consoleDir);
 
   if (credentialCache) app.addHook('onClose', () => credentialCache.close());
   if (rateLimitRedis) app.addHook('onClose', () => rateLimitRedis.client.quit().then(() => undefined, () => rateLimitRedis.client.disconnect()));
   const cache = credentialCache?.cache;
   // One budget per credential, whichever face it calls.
   const counters = rateLimitCounters(rateLimitRedis);
+  // Open event streams do not end by themselves: they are ended before the server waits for its
+  // connections to finish (preClose), and the feed closes after them.
+  const closingStreams = new Set<() => void>();
+  app.addHook('preClose', async () => closingStreams.forEach((end) => end()));
+  app.addHook('onClose', () => eventFeed.close());
   const deps: AppDeps = {
     db,
     limits,
@@ -151,6 +183,12 @@ export async function buildApp({ db, limits, credentialMasterKey, pageTokenKey, 
     listSlots: createSemaphore(limits.listConcurrency),
     metrics,
     credentialChangesApplied: credentialCache ? () => credentialCache.catchUp() : async () => {},
+    eventFeed,
+    eventStreamHeartbeatMs,
+    onAppClose(end) {
+      closingStreams.add(end);
+      return () => closingStreams.delete(end);
+    },
   };
   await app.register(async (scope) => healthRoutes(scope as ZodApp, deps));
   await app.register(async (scope) => metricsRoutes(scope as ZodApp, metrics, metricsToken));

@@ -85,6 +85,8 @@ export interface SessionsTable {
   create_time: Timestamp;
   update_time: Timestamp;
   expire_time: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  /** The session-scoped state at create (migrations/0006); null when unknown (older and imported sessions). */
+  initial_state: ColumnType<JsonObject | null, string | null | undefined, string | null>;
 }
 
 export interface EventsTable {

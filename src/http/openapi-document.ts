@@ -114,8 +114,24 @@ export function declareResponseHeaders(document: JsonNode): JsonNode {
   return document;
 }
 
+/** Operations answering server-sent events: their 200 is text/event-stream, not the JSON the route schema implies. */
+const EVENT_STREAM_OPERATIONS = new Set(['streamEvents']);
+
+export function declareEventStreams(document: JsonNode): JsonNode {
+  for (const methods of Object.values(document.paths as JsonNode)) {
+    for (const operation of Object.values(methods as JsonNode)) {
+      if (!isNode(operation) || !EVENT_STREAM_OPERATIONS.has(String(operation.operationId)) || !isNode(operation.responses)) continue;
+      const ok = operation.responses['200'];
+      if (!isNode(ok) || !isNode(ok.content)) continue;
+      const json = ok.content['application/json'];
+      ok.content = { 'text/event-stream': isNode(json) ? json : { schema: { type: 'string' } } };
+    }
+  }
+  return document;
+}
+
 /** fastify-type-provider-zod's components, then the twins merged and the response headers declared. */
 export const openapiTransformObject: SwaggerTransformObject = (input) => {
   const document = jsonSchemaTransformObject(input) as unknown as JsonNode;
-  return declareResponseHeaders(mergeIdenticalInputTwins(document)) as unknown as ReturnType<SwaggerTransformObject>;
+  return declareEventStreams(declareResponseHeaders(mergeIdenticalInputTwins(document))) as unknown as ReturnType<SwaggerTransformObject>;
 };

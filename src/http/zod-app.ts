@@ -3,6 +3,7 @@ import type { FastifyBaseLogger, FastifyInstance, RawServerDefault } from 'fasti
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Limits } from '../config.js';
 import type { Database } from '../db/connect.js';
+import type { EventFeed } from '../db/event-feed.js';
 import type { AppMetrics } from '../lib/metrics-registry.js';
 import type { PageTokens } from '../lib/page-token.js';
 import type { Semaphore } from '../lib/semaphore.js';
@@ -31,4 +32,10 @@ export interface AppDeps {
    * once (other instances follow within the notification's delivery time).
    */
   credentialChangesApplied: () => Promise<void>;
+  /** This instance's feed of appends, for the event streams (GET …/events/stream). */
+  eventFeed: EventFeed;
+  /** A heartbeat comment this often on every open event stream. */
+  eventStreamHeartbeatMs: number;
+  /** The open event streams are ended when the app closes: each registers its end here. */
+  onAppClose(end: () => void): () => void;
 }

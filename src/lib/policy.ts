@@ -29,6 +29,7 @@ export const IAM_ACTIONS = [
   'iam:DeleteCredential',
 ] as const;
 
+export type SessionAction = (typeof SESSION_ACTIONS)[number];
 export const ACTIONS = [...SESSION_ACTIONS, ...IAM_ACTIONS] as const;
 export type Action = (typeof ACTIONS)[number];
 
@@ -109,4 +110,10 @@ export function visibleSpaces(statements: readonly PolicyStatementValue[], actio
   const denied = new Set(ids('deny'));
   if (covers('allow')) return { kind: 'all-except', spaceIds: [...denied] };
   return { kind: 'only', spaceIds: [...new Set(ids('allow'))].filter((id) => !denied.has(id)) };
+}
+
+/** The session actions `principal` may perform on `spaceId` (all of them for the root): what a console may offer. */
+export function allowedSpaceActions(principal: { kind: 'root' | 'sub'; statements: readonly PolicyStatementValue[] }, spaceId: string): SessionAction[] {
+  if (principal.kind === 'root') return [...SESSION_ACTIONS];
+  return SESSION_ACTIONS.filter((action) => isAllowed(principal.statements, action, spaceResource(spaceId)));
 }

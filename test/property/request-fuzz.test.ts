@@ -71,8 +71,12 @@ interface Route {
   body: JsonSchema | undefined;
 }
 
+// GET …/events/stream answers a stream that does not end while the session lives, and app.inject
+// waits for the end: it is fuzzed over a socket in test/integration/event-stream.test.ts instead.
+const NOT_INJECTABLE = new Set(['/v1/spaces/{spaceId}/users/{userId}/sessions/{sessionId}/events/stream']);
+
 const ROUTES: Route[] = Object.entries(openapi.paths)
-  .filter(([path]) => path.startsWith('/v1/'))
+  .filter(([path]) => path.startsWith('/v1/') && !NOT_INJECTABLE.has(path))
   .flatMap(([path, operations]) =>
     Object.entries(operations).map(([method, operation]): Route => {
       const parameters = operation.parameters ?? [];
@@ -99,12 +103,14 @@ interface Ids {
   userId: string;
   sessionId: string;
   eventId: string;
+  /** An event's seq (GET …/state-at/{seq}): the fixture session keeps at least two events. */
+  seq: string;
   subAccountId: string;
   secretId: string;
 }
 
 type IdName = Exclude<keyof Ids, 'token'>;
-const ID_NAMES: ReadonlySet<string> = new Set<IdName>(['spaceId', 'userId', 'sessionId', 'eventId', 'subAccountId', 'secretId']);
+const ID_NAMES: ReadonlySet<string> = new Set<IdName>(['spaceId', 'userId', 'sessionId', 'eventId', 'seq', 'subAccountId', 'secretId']);
 /** Ids unique across accounts: naming another account's is an attempt to reach its data. */
 const GLOBAL_IDS: ReadonlySet<string> = new Set<IdName>(['spaceId', 'subAccountId', 'secretId']);
 
@@ -121,7 +127,7 @@ async function api(token: string, method: InjectOptions['method'], url: string, 
 /** A space with sessions and events, and a sub-account with a credential, made through the API. */
 async function makeFixtures(token: string, names: Pick<Ids, 'userId' | 'sessionId' | 'eventId'>): Promise<Ids> {
   const spaceId = (await api(token, 'POST', '/v1/spaces', { name: 'fuzz' })).json().spaceId as string;
-  const ids: Ids = { token, spaceId, ...names, subAccountId: '', secretId: '' };
+  const ids: Ids = { token, spaceId, ...names, seq: '1', subAccountId: '', secretId: '' };
   await api(token, 'POST', `/v1/spaces/${spaceId}/users/${ANCHOR.userId}/sessions`, { sessionId: ANCHOR.sessionId });
   await api(token, 'POST', `/v1/spaces/${spaceId}/users/${ids.userId}/sessions`, { sessionId: ANCHOR.secondSessionId });
   await ensureFixtures(ids);

@@ -4,6 +4,7 @@ import { buildApp } from '../../src/app.js';
 import { DEFAULT_LIMITS, type Limits } from '../../src/config.js';
 import { type CreatedAccount, createAccount } from '../../src/modules/accounts/accounts.service.js';
 import { type ListeningCredentialCache, startCredentialCache } from '../../src/modules/accounts/credential-cache-listener.js';
+import { startEventFeed } from '../../src/db/event-feed.js';
 import { createTestDatabase, type TestDatabase } from './test-database.js';
 
 export interface TestApp {
@@ -40,6 +41,8 @@ export async function createTestApp(
     credentialCache?: boolean;
     /** TENCENT_API_PATH of the app. */
     tencentApiPath?: string;
+    /** The event streams' heartbeat interval (default: the app's). */
+    eventStreamHeartbeatMs?: number;
   } = {},
 ): Promise<TestApp> {
   const database = await createTestDatabase({ poolMax: options.poolMax });
@@ -53,6 +56,8 @@ export async function createTestApp(
     logger: options.logger ?? false,
     credentialCache,
     tencentApiPath: options.tencentApiPath,
+    eventFeed: startEventFeed(database.listen),
+    eventStreamHeartbeatMs: options.eventStreamHeartbeatMs,
   });
   await app.ready();
   // With a master key, accounts' root credentials carry the encrypted copy TC3 signatures need.

@@ -2,6 +2,8 @@
 // OpenAPI document, async iterators over the paged lists, and retries that cannot duplicate work.
 import { AgentSessionError, CLIENT_ERROR_CODES, errorFromResponse } from './errors.js';
 import { type AppendBody, withEventIds } from './event-ids.js';
+import { readSseFrames } from './event-stream.js';
+import type { components } from './generated/openapi.js';
 import { OPERATIONS, type OperationId } from './operations.js';
 import { DEFAULT_RETRY_POLICY, isRetryableStatus, parseRetryAfterMs, type RetryPolicy, retryDelayMs } from './retry.js';
 import type { Body, CallOptions, PageItem, Params, RequestOptions, Result } from './types.js';
@@ -59,6 +61,7 @@ export class AgentSessionClient {
   describeSessionSpace(params: Params<'describeSessionSpace'>, options?: CallOptions<'describeSessionSpace'>): Promise<Result<'describeSessionSpace'>> { return this.#call('describeSessionSpace', params, undefined, options); }
   modifySessionSpace(params: Params<'modifySessionSpace'>, body: Body<'modifySessionSpace'>, options?: CallOptions<'modifySessionSpace'>): Promise<Result<'modifySessionSpace'>> { return this.#call('modifySessionSpace', params, body, options); }
   deleteSessionSpace(params: Params<'deleteSessionSpace'>, options?: CallOptions<'deleteSessionSpace'>): Promise<Result<'deleteSessionSpace'>> { return this.#call('deleteSessionSpace', params, undefined, options); }
+  getSpacePermissions(params: Params<'getSpacePermissions'>, options?: CallOptions<'getSpacePermissions'>): Promise<Result<'getSpacePermissions'>> { return this.#call('getSpacePermissions', params, undefined, options); }
   listSpaceUsers(params: Params<'listSpaceUsers'>, options?: CallOptions<'listSpaceUsers'>): Promise<Result<'listSpaceUsers'>> { return this.#call('listSpaceUsers', params, undefined, options); }
   getUserState(params: Params<'getUserState'>, options?: CallOptions<'getUserState'>): Promise<Result<'getUserState'>> { return this.#call('getUserState', params, undefined, options); }
 
@@ -81,6 +84,50 @@ export class AgentSessionClient {
   }
   listEvents(params: Params<'listEvents'>, options?: CallOptions<'listEvents'>): Promise<Result<'listEvents'>> { return this.#call('listEvents', params, undefined, options); }
   describeEvent(params: Params<'describeEvent'>, options?: CallOptions<'describeEvent'>): Promise<Result<'describeEvent'>> { return this.#call('describeEvent', params, undefined, options); }
+  getStateAtEvent(params: Params<'getStateAtEvent'>, options?: CallOptions<'getStateAtEvent'>): Promise<Result<'getStateAtEvent'>> { return this.#call('getStateAtEvent', params, undefined, options); }
+
+  /**
+   * The session's events after `afterSeq` (default 0), then each new one as it is appended
+   * (GET …/events/stream), until the signal aborts or the session is gone. A dropped connection
+   * is reopened after the retry policy's delay with Last-Event-ID, so no event is missed or repeated.
+   * An error answer (401, 403, 404) is thrown as an AgentSessionError.
+   */
+  async *streamEvents(params: Params<'streamEvents'>, options: RequestOptions = {}): AsyncGenerator<components['schemas']['Event'], void, undefined> {
+    const { afterSeq = 0, ...path } = params;
+    let lastSeq = afterSeq;
+    for (let failures = 0; !options.signal?.aborted; ) {
+      const url = this.#url(OPERATIONS.streamEvents.path, path);
+      const headers = { authorization: `Bearer ${this.#credential}`, accept: 'text/event-stream', 'last-event-id': String(lastSeq), 'x-request-id': options.requestId ?? this.#newId() };
+      let response: Response;
+      try {
+        response = await this.#fetch(url, { headers, ...(options.signal ? { signal: options.signal } : {}) });
+      } catch (error) {
+        if (options.signal?.aborted) return;
+        if (failures >= this.#retry.maxRetries) throw new AgentSessionError({ code: CLIENT_ERROR_CODES.network, status: 0, message: `GET ${url}: ${(error as Error).message}`, cause: error });
+        await this.#sleep(retryDelayMs(failures++, this.#retry, undefined, this.#random));
+        continue;
+      }
+      if (!response.ok || !response.body) {
+        await this.#read<'streamEvents'>(response); // throws the service's error
+        return;
+      }
+      try {
+        for await (const frame of readSseFrames(response.body)) {
+          failures = 0;
+          if (frame.event === 'end') return;
+          if (frame.event !== 'event') continue;
+          const event = JSON.parse(frame.data) as components['schemas']['Event'];
+          lastSeq = event.seq;
+          yield event;
+        }
+      } catch (error) {
+        if (options.signal?.aborted) return;
+        if (failures >= this.#retry.maxRetries) throw new AgentSessionError({ code: CLIENT_ERROR_CODES.network, status: 0, message: `GET ${url}: ${(error as Error).message}`, cause: error });
+      }
+      // The server ended the stream (a restart, say) or the connection dropped: reconnect.
+      await this.#sleep(retryDelayMs(failures++, this.#retry, undefined, this.#random));
+    }
+  }
 
   // IAM
   createSubAccount(body: Body<'createSubAccount'>, options?: CallOptions<'createSubAccount'>): Promise<Result<'createSubAccount'>> { return this.#call('createSubAccount', {}, body, options); }

@@ -65,6 +65,11 @@ export async function findEvent(db: Executor, key: SessionKey, eventId: string):
   return eventsOf(db.selectFrom('events').selectAll(), key).where('event_id', '=', eventId).executeTakeFirst();
 }
 
+/** The event with this seq (the primary key). */
+export async function findEventBySeq(db: Executor, key: SessionKey, seq: number): Promise<EventRow | undefined> {
+  return eventsOf(db.selectFrom('events').selectAll(), key).where('seq', '=', seq).executeTakeFirst();
+}
+
 function filtered<O>(query: SelectQueryBuilder<DB, 'events', O>, key: SessionKey, filters: EventFilters) {
   let q = eventsOf(query, key);
   if (filters.afterSeq !== undefined) q = q.where('seq', '>', filters.afterSeq);

@@ -44,7 +44,7 @@ export const WrittenSession = Session.partial({ title: true, metadata: true, sta
 export type WrittenSessionView = z.infer<typeof WrittenSession>;
 
 /** Callers outside the sessions module read a session through `readSessionView` (sessions.service). */
-export function toSessionView(row: SessionRow, shared: SharedStates): SessionView {
+export function toSessionView(row: Omit<SessionRow, 'initial_state'>, shared: SharedStates): SessionView {
   return {
     spaceId: row.space_id,
     userId: row.user_id,

@@ -79,6 +79,8 @@ export function newSessionValues(key: SessionKey, fields: NewSession): InsertObj
     title: fields.title,
     metadata: JSON.stringify(fields.metadata),
     state: JSON.stringify(fields.state),
+    // Where "state at event N" replays from (state-history.service.ts).
+    initial_state: JSON.stringify(fields.state),
     expire_time: expiryValue(fields.expiry),
   };
 }

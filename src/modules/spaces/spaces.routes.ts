@@ -2,10 +2,45 @@
 import { z } from 'zod';
 import { SpacePath, errorResponses } from '../../http/schemas.js';
 import type { AppDeps, ZodApp } from '../../http/zod-app.js';
+import { SESSION_ACTIONS, allowedSpaceActions } from '../../lib/policy.js';
 import { CreateSpaceBody, ListSpacesQuery, ListSpacesResponse, ModifySpaceBody, SessionSpace } from './spaces.schemas.js';
 import { createSpace, deleteSpace, describeSpace, listSpacesPage, modifySpace } from './spaces.service.js';
 
+const SpacePermissions = z
+  .object({
+    spaceId: z.string(),
+    principalKind: z.enum(['root', 'sub']).describe('root: the account itself, allowed everything; sub: a sub-account, allowed what its policy says.'),
+    actions: z.array(z.enum(SESSION_ACTIONS)).describe('The session actions the caller may perform on this space, as its policy evaluates them now.'),
+  })
+  .meta({ id: 'SpacePermissions' });
+
 export async function spacesRoutes(app: ZodApp, { db, pageTokens }: AppDeps): Promise<void> {
+  app.get(
+    '/spaces/:spaceId/permissions',
+    {
+      config: { action: 'session:DescribeSessionSpaces' },
+      schema: {
+        tags: ['spaces'],
+        summary: 'What the caller may do in a space',
+        operationId: 'getSpacePermissions',
+        description:
+          'The session actions the calling credential\'s principal may perform on the space, evaluated from its policy at this moment. ' +
+          'A user interface shows only what it offers (the console hides Delete without session:DeleteSession); the service still ' +
+          'checks every request on its own.',
+        params: SpacePath,
+        response: { 200: SpacePermissions, ...errorResponses('ResourceNotFound.SessionSpace') },
+      },
+    },
+    async (request) => {
+      await describeSpace(db, request.principal.accountId, request.params.spaceId); // 404 for another account's space
+      return {
+        spaceId: request.params.spaceId,
+        principalKind: request.principal.kind,
+        actions: allowedSpaceActions(request.principal, request.params.spaceId),
+      };
+    },
+  );
+
   app.post(
     '/spaces',
     {

@@ -1,0 +1,83 @@
+// Small pieces every page uses: messages, the pager, JSON with highlighted changes.
+import type { ComponentChildren } from 'preact';
+import type { Paged } from './paging.js';
+
+export function ErrorMessage({ message }: { message: string | undefined }) {
+  if (!message) return null;
+  return (
+    <p class="error" role="alert">
+      {message}
+    </p>
+  );
+}
+
+export function Pager<T>({ paged, label }: { paged: Paged<T>; label: string }) {
+  return (
+    <nav class="pager" aria-label={`${label} pages`}>
+      <button type="button" onClick={paged.previous} disabled={paged.pageNumber <= 1 || paged.loading}>
+        Previous page
+      </button>
+      <span aria-live="polite">Page {paged.pageNumber}</span>
+      <button type="button" onClick={paged.next} disabled={!paged.hasNext || paged.loading}>
+        Next page
+      </button>
+    </nav>
+  );
+}
+
+export function Section({ title, children, id }: { title: string; children: ComponentChildren; id?: string }) {
+  const headingId = `${id ?? title.toLowerCase().replace(/[^a-z0-9]+/g, '-')}-heading`;
+  return (
+    <section aria-labelledby={headingId} class="card">
+      <h2 id={headingId}>{title}</h2>
+      {children}
+    </section>
+  );
+}
+
+type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+
+/**
+ * JSON as an indented tree; the values at the `highlighted` paths (keys joined by U+001F) are
+ * marked, so the change one event made stands out in the whole state.
+ */
+export function JsonView({ value, highlighted, label }: { value: unknown; highlighted?: ReadonlySet<string>; label: string }) {
+  return (
+    <pre class="json" aria-label={label} tabIndex={0}>
+      <JsonNode value={value as Json} path={[]} highlighted={highlighted ?? new Set()} indent="" />
+    </pre>
+  );
+}
+
+export const pathKey = (path: readonly string[]) => path.join('\u001f');
+
+function JsonNode({ value, path, highlighted, indent }: { value: Json; path: string[]; highlighted: ReadonlySet<string>; indent: string }) {
+  if (value === null || typeof value !== 'object' || Array.isArray(value) || Object.keys(value).length === 0) {
+    return <>{JSON.stringify(value)}</>;
+  }
+  const inner = `${indent}  `;
+  const entries = Object.entries(value);
+  return (
+    <>
+      {'{\n'}
+      {entries.map(([key, child], index) => {
+        const here = [...path, key];
+        const line = (
+          <>
+            {inner}
+            {JSON.stringify(key)}: <JsonNode value={child} path={here} highlighted={highlighted} indent={inner} />
+            {index < entries.length - 1 ? ',' : ''}
+          </>
+        );
+        return (
+          <span key={key}>
+            {highlighted.has(pathKey(here)) ? <mark class="changed" title="changed by this event">{line}</mark> : line}
+            {'\n'}
+          </span>
+        );
+      })}
+      {indent}
+      {'}'}
+    </>
+  );
+}

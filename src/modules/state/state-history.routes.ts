@@ -1,0 +1,61 @@
+// GET …/sessions/{sessionId}/state-at/{seq}: the session's state right after one event.
+import { z } from 'zod';
+import { JsonObject, JsonValue, SessionPath, errorResponses } from '../../http/schemas.js';
+import type { AppDeps, ZodApp } from '../../http/zod-app.js';
+import { Event } from '../events/event.model.js';
+import { getStateAtEvent } from './state-history.service.js';
+
+const StateAtPath = SessionPath.extend({
+  seq: z.coerce.number().int().min(1).max(Number.MAX_SAFE_INTEGER).describe('The seq of the event.'),
+});
+
+const StateChange = z
+  .object({
+    path: z.array(z.string()).describe('The keys from the top of the state down to the value that changed.'),
+    kind: z.enum(['added', 'removed', 'changed']),
+    before: JsonValue.optional().describe('The value before the event (absent when added).'),
+    after: JsonValue.optional().describe('The value after the event (absent when removed).'),
+  })
+  .meta({ id: 'StateChange' });
+
+export const StateAtEventResponse = z
+  .object({
+    event: Event,
+    state: JsonObject.describe('The session-scoped state right after the event.'),
+    changes: z.array(StateChange).describe('What the event changed in the session-scoped state, value by value.'),
+    sharedDelta: z
+      .object({ user: JsonObject, app: JsonObject })
+      .describe('The event\'s delta to the shared `user:` and `app:` states. Their values at that time are not kept: other sessions write them too.'),
+    initialStateKnown: z
+      .boolean()
+      .describe('false for sessions created before this service kept initial states, and for imported sessions: the replay then starts from {}.'),
+  })
+  .meta({ id: 'StateAtEvent' });
+
+export async function stateHistoryRoutes(app: ZodApp, { db }: AppDeps): Promise<void> {
+  app.get(
+    '/spaces/:spaceId/users/:userId/sessions/:sessionId/state-at/:seq',
+    {
+      config: { action: 'session:DescribeEvents' },
+      schema: {
+        tags: ['events'],
+        summary: 'The session state right after one event',
+        operationId: 'getStateAtEvent',
+        description:
+          'Replays, in the database, the state the session was created with and the stateDelta of each event up to and including `seq`, ' +
+          'in seq order, by the same merge the append uses, and answers the session-scoped state then, the event itself and what it ' +
+          'changed. Nothing of the history is downloaded. Authorized like reading the events (session:DescribeEvents), since the ' +
+          'deltas it replays are in them.',
+        params: StateAtPath,
+        response: {
+          200: StateAtEventResponse,
+          ...errorResponses('ResourceNotFound.SessionSpace', 'ResourceNotFound.Session', 'ResourceNotFound.Event'),
+        },
+      },
+    },
+    async (request) => {
+      const { seq, ...session } = request.params;
+      return getStateAtEvent(db, { accountId: request.principal.accountId, ...session }, seq);
+    },
+  );
+}

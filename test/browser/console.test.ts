@@ -1,0 +1,400 @@
+/// <reference lib="dom" />
+// The console (/console, issue 13) in a real Chromium against the real app on a socket: sign in,
+// find a session by metadata, read its timeline, state at event N, live events appended by another
+// client, export, delete with the confirmation (If-Match), a read-only credential's view, a wrong
+// credential, the keyboard, and a phone-sized window.
+import { readFile } from 'node:fs/promises';
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { insertSubAccount, readOnlyOn } from '../support/principals.js';
+import { createTestApp, type TestApp } from '../support/test-app.js';
+import { type ConsoleBrowser, PHONE, openBrowser, screenshot } from './console-browser.js';
+
+let t: TestApp;
+let origin: string;
+let browser: ConsoleBrowser;
+let spaceId: string;
+let readOnlyToken: string;
+const PNG_BYTES = 1024;
+
+async function api(method: string, path: string, payload?: unknown, headers: Record<string, string> = {}) {
+  const res = await t.request({ method: method as 'GET', url: `/v1${path}`, ...(payload === undefined ? {} : { payload: payload as object }), headers });
+  if (res.statusCode >= 400) throw new Error(`${method} ${path}: ${res.statusCode} ${res.body}`);
+  return res.statusCode === 204 ? undefined : res.json();
+}
+
+const sessionPath = (userId: string, sessionId: string) => `/spaces/${spaceId}/users/${userId}/sessions/${sessionId}`;
+
+async function seed(): Promise<void> {
+  spaceId = (await api('POST', '/spaces', { name: 'Support desk', description: 'Travel agent conversations' })).spaceId;
+  await api('POST', `/spaces/${spaceId}/users/alice/sessions`, {
+    sessionId: 'trip-42',
+    title: 'Trip to Lisbon',
+    metadata: { 'ags.tencentcloud.com/deployment-id': 'dep-7', 'ags.tencentcloud.com/affinity-id': 'aff-3', 'example.com/ticket': 'T-42' },
+    state: { stage: 'new' },
+  });
+  await api('POST', `${sessionPath('alice', 'trip-42')}/events`, {
+    events: [
+      { author: 'user', content: { role: 'user', parts: [{ text: 'Book me a flight to Lisbon' }] }, actions: { stateDelta: { stage: 'asked' } } },
+      { author: 'travel-agent', content: { role: 'model', parts: [{ functionCall: { id: 'c1', name: 'search_flights', args: { to: 'LIS', seats: 1 } } }] } },
+      {
+        author: 'travel-agent',
+        content: { role: 'user', parts: [{ functionResponse: { id: 'c1', name: 'search_flights', response: { flights: ['TP1', 'FR9'] } } }] },
+        actions: { stateDelta: { 'user:tier': 'gold', flights: { count: 2 } } },
+      },
+      {
+        author: 'travel-agent',
+        content: { role: 'model', parts: [{ text: 'I found 2 flights.' }, { inlineData: { mimeType: 'image/png', data: Buffer.alloc(PNG_BYTES, 1).toString('base64') } }] },
+        actions: { stateDelta: { stage: 'offered', offer: { price: 120 } } },
+      },
+    ],
+  });
+  await api('PUT', `${sessionPath('alice', 'trip-42')}/context`, { memo: { summary: 'Wants a cheap flight' } });
+  await api('POST', `/spaces/${spaceId}/users/bob/sessions`, { sessionId: 'hotel-7', title: 'Hotel question', metadata: { 'example.com/ticket': 'T-7' } });
+  // 25 sessions of one user: more than a page of the session list.
+  for (let i = 0; i < 25; i++) await api('POST', `/spaces/${spaceId}/users/carol/sessions`, { sessionId: `c-${i}`, title: `Carol ${i}` });
+  readOnlyToken = (await insertSubAccount(t.db, t.account.accountId, { statements: readOnlyOn(spaceId) })).credential.token;
+}
+
+beforeAll(async () => {
+  t = await createTestApp({ limits: { rateLimitMax: 0 } });
+  origin = await t.app.listen({ port: 0, host: '127.0.0.1' });
+  await seed();
+  browser = await openBrowser();
+});
+afterAll(async () => {
+  await browser?.close();
+  await t?.close();
+});
+
+async function signedIn(token = t.account.rootCredential.token, viewport?: { width: number; height: number }): Promise<Page> {
+  const page = await browser.newPage(viewport);
+  await page.goto(`${origin}/console/`);
+  await page.getByLabel('Credential').fill(token);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('heading', { name: 'Spaces', level: 1 }).waitFor();
+  return page;
+}
+
+async function openSession(page: Page, userId: string, sessionId: string): Promise<void> {
+  await page.goto(`${origin}/console/#${sessionPath(userId, sessionId)}`);
+  await page.getByRole('heading', { name: 'Timeline' }).waitFor();
+  await page.locator('.event').first().waitFor();
+}
+
+describe('the console', () => {
+  it('signs in with a credential kept in sessionStorage only, sent as a Bearer header, and signs out', async () => {
+    const page = await browser.newPage();
+    const authorizations = new Set<string>();
+    const urls: string[] = [];
+    page.on('request', (request) => {
+      urls.push(request.url());
+      const header = request.headers().authorization;
+      if (request.url().includes('/v1/') && header) authorizations.add(header);
+    });
+    await page.goto(`${origin}/console`);
+    await screenshot(page, 'sign-in');
+    await page.getByLabel('Credential').fill(t.account.rootCredential.token);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('link', { name: 'Support desk' }).waitFor();
+    await screenshot(page, 'spaces');
+
+    expect([...authorizations]).toEqual([`Bearer ${t.account.rootCredential.token}`]);
+    expect(urls.some((url) => url.includes(t.account.rootCredential.token))).toBe(false);
+    const storage = await page.evaluate(() => ({ session: Object.values(sessionStorage), local: Object.keys(localStorage), cookie: document.cookie }));
+    expect(storage).toEqual({ session: [t.account.rootCredential.token], local: [], cookie: '' });
+
+    await page.reload();
+    await page.getByRole('link', { name: 'Support desk' }).waitFor(); // still signed in in this tab
+
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByLabel('Credential').waitFor();
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+    await page.close();
+  });
+
+  it('shows the service\'s message for a wrong credential', async () => {
+    const wrong = `AKID${'x'.repeat(32)}.${'y'.repeat(43)}`;
+    const expected = await t.request({ method: 'GET', url: '/v1/spaces?pageSize=1', token: wrong });
+    expect(expected.statusCode).toBe(401);
+    const page = await browser.newPage();
+    await page.goto(`${origin}/console/`);
+    await page.getByLabel('Credential').fill(wrong);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    const alert = page.getByRole('alert');
+    await alert.waitFor();
+    expect(await alert.textContent()).toBe(`${expected.json().error.message} (AuthFailure)`);
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+    await screenshot(page, 'sign-in-wrong');
+    await page.close();
+  });
+
+  it('lists spaces by name and the users of a space with their session count and last activity', async () => {
+    const page = await signedIn();
+    await page.getByLabel('Name contains').fill('Support');
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await page.waitForFunction(() => document.querySelectorAll('tbody tr').length === 1);
+    await page.getByRole('link', { name: 'Support desk' }).click();
+    await page.getByRole('link', { name: 'Sessions of user carol' }).waitFor();
+    const users = await page.locator('#users-heading + * tbody tr, section[aria-labelledby="users-heading"] tbody tr').allTextContents();
+    expect(users.some((row) => row.startsWith('carol25'))).toBe(true);
+    expect(users.some((row) => row.startsWith('alice1'))).toBe(true);
+    await screenshot(page, 'space');
+    await page.close();
+  });
+
+  it('pages through a space\'s sessions and filters them by user and title', async () => {
+    const page = await signedIn();
+    await page.goto(`${origin}/console/#/spaces/${spaceId}?userId=carol&order=asc`);
+    const sessions = page.locator('section[aria-labelledby="sessions-heading"] tbody tr');
+    await page.waitForFunction(() => document.querySelectorAll('section[aria-labelledby="sessions-heading"] tbody tr').length === 20);
+    expect(await sessions.first().textContent()).toContain('Carol 0');
+    const sessionsSection = page.locator('section[aria-labelledby="sessions-heading"]');
+    await sessionsSection.getByRole('button', { name: 'Next page' }).click();
+    await page.waitForFunction(() => document.querySelectorAll('section[aria-labelledby="sessions-heading"] tbody tr').length === 5);
+    expect(await sessionsSection.getByRole('button', { name: 'Next page' }).isDisabled()).toBe(true);
+    await sessionsSection.getByRole('button', { name: 'Previous page' }).click();
+    await page.waitForFunction(() => document.querySelectorAll('section[aria-labelledby="sessions-heading"] tbody tr').length === 20);
+
+    await page.getByLabel('Title contains').fill('Carol 2');
+    await page.getByRole('button', { name: 'Apply filters' }).click();
+    // Carol 2 and Carol 20–24.
+    await page.waitForFunction(() => document.querySelectorAll('section[aria-labelledby="sessions-heading"] tbody tr').length === 6);
+    await page.close();
+  });
+
+  it('finds a session by metadata and shows the ags.tencentcloud.com/ keys plainly', async () => {
+    const page = await signedIn();
+    await page.goto(`${origin}/console/#/spaces/${spaceId}`);
+    await page.getByLabel('Metadata (key=value, one per line)').fill('example.com/ticket=T-42');
+    await page.getByRole('button', { name: 'Apply filters' }).click();
+    await page.waitForFunction(() => document.querySelectorAll('section[aria-labelledby="sessions-heading"] tbody tr').length === 1);
+    const row = page.locator('section[aria-labelledby="sessions-heading"] tbody tr');
+    expect(await row.textContent()).toContain('dep-7');
+    expect(await row.textContent()).toContain('aff-3');
+    await screenshot(page, 'sessions-by-metadata');
+    await row.getByRole('link', { name: 'Trip to Lisbon' }).click();
+    await page.getByRole('heading', { name: 'Trip to Lisbon', level: 1 }).waitFor();
+    const facts = await page.locator('.facts').textContent();
+    expect(facts).toContain('Deploymentdep-7 (ags.tencentcloud.com/deployment-id)');
+    expect(facts).toContain('Affinityaff-3 (ags.tencentcloud.com/affinity-id)');
+    await page.close();
+  });
+
+  it('reads the timeline: text, collapsible function calls and responses, inline data by type and size, deltas; state by scope, memo and window', async () => {
+    const page = await signedIn();
+    await openSession(page, 'alice', 'trip-42');
+    await screenshot(page, 'session');
+    const events = page.locator('.event');
+    expect(await events.count()).toBe(4);
+    expect(await events.nth(0).textContent()).toContain('Book me a flight to Lisbon');
+    expect(await events.nth(0).locator('header').textContent()).toMatch(/^#1user\s*user/);
+
+    const call = events.nth(1).locator('details.call');
+    expect(await call.getAttribute('open')).toBeNull();
+    expect(await call.locator('summary').textContent()).toContain('Function call search_flights');
+    expect(await call.locator('pre').isVisible()).toBe(false);
+    await call.locator('summary').click();
+    expect(JSON.parse((await call.locator('pre').textContent())!)).toEqual({ to: 'LIS', seats: 1 });
+    expect(await events.nth(2).locator('details.call summary').textContent()).toContain('Function response search_flights');
+
+    expect(await events.nth(3).locator('.inline-data').textContent()).toBe('Inline data: image/png, 1.0 KiB');
+    expect(await events.nth(3).locator('details.delta summary').textContent()).toBe('State delta: offer, stage'); // as jsonb orders keys
+
+    expect(await page.getByTestId('revision').textContent()).toBe(String((await api('GET', sessionPath('alice', 'trip-42'))).revision));
+    expect(JSON.parse((await page.getByLabel('User-scoped state').textContent())!)).toEqual({ 'user:tier': 'gold' });
+    expect(JSON.parse((await page.getByLabel('Session-scoped state').textContent())!)).toEqual({ stage: 'offered', flights: { count: 2 }, offer: { price: 120 } });
+    expect(JSON.parse((await page.getByLabel('Memo').textContent())!)).toEqual({ summary: 'Wants a cheap flight' });
+    expect(await page.getByTestId('window-start').textContent()).toBe('1');
+    await page.close();
+  });
+
+  it('filters the timeline by author', async () => {
+    const page = await signedIn();
+    await openSession(page, 'alice', 'trip-42');
+    await page.getByLabel('Author').fill('user');
+    await page.getByRole('button', { name: 'Filter events' }).click();
+    await page.waitForFunction(() => document.querySelectorAll('.event').length === 1);
+    expect(await page.locator('.event .author').textContent()).toBe('user');
+    await page.close();
+  });
+
+  it('shows the state right after event N, as the server replays it, with the change highlighted', async () => {
+    const page = await signedIn();
+    await openSession(page, 'alice', 'trip-42');
+    await page.getByRole('button', { name: 'State after event 3' }).click();
+    const state = page.getByLabel('Session state after event 3');
+    await state.waitFor();
+    const expected = await api('GET', `${sessionPath('alice', 'trip-42')}/state-at/3`);
+    expect(JSON.parse((await state.textContent())!)).toEqual(expected.state);
+    expect(expected.state).toEqual({ stage: 'asked', flights: { count: 2 } });
+    expect(await state.locator('mark.changed').allTextContents()).toEqual(['  "flights": {\n    "count": 2\n  }']);
+    expect(await page.getByLabel('Changes made by event 3').textContent()).toBe('flights added to {"count":2}');
+    expect(await page.getByLabel('Shared-state delta of event 3').textContent()).toContain('"user:tier": "gold"');
+    await screenshot(page, 'state-at-event');
+
+    await page.getByRole('button', { name: 'State after event 4' }).click();
+    await page.getByLabel('Session state after event 4').waitFor();
+    expect(await page.getByLabel('Changes made by event 4').textContent()).toBe('stage changed from "asked" to "offered"offer added to {"price":120}');
+    await page.close();
+  });
+
+  it('shows an event another client appends, live, without reloading', async () => {
+    const page = await signedIn();
+    await api('POST', `/spaces/${spaceId}/users/dora/sessions`, { sessionId: 'live-1', title: 'Live one' });
+    await api('POST', `${sessionPath('dora', 'live-1')}/events`, { author: 'user', content: { parts: [{ text: 'first' }] } });
+    await openSession(page, 'dora', 'live-1');
+    let navigations = 0;
+    page.on('framenavigated', () => navigations++);
+    await page.getByText('Live: 0 new events').waitFor();
+
+    await api('POST', `${sessionPath('dora', 'live-1')}/events`, { author: 'other-instance', content: { parts: [{ text: 'appended elsewhere' }] }, actions: { stateDelta: { turn: 2 } } });
+    await page.locator('.event', { hasText: 'appended elsewhere' }).waitFor();
+    await page.getByText('Live: 1 new event (latest #2)').waitFor();
+    await page.waitForFunction(() => document.querySelector('[data-testid="event-count"]')?.textContent === '2');
+    expect(JSON.parse((await page.getByLabel('Session-scoped state').textContent())!)).toEqual({ turn: 2 });
+    expect(await page.locator('.event').count()).toBe(2);
+    expect(navigations).toBe(0);
+    await screenshot(page, 'session-live');
+    await page.close();
+  });
+
+  it('exports the session as JSON and YAML downloads', async () => {
+    const page = await signedIn();
+    await openSession(page, 'alice', 'trip-42');
+    const [json] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Export JSON' }).click()]);
+    expect(json.suggestedFilename()).toBe('trip-42.json');
+    const document = JSON.parse(await readFile((await json.path())!, 'utf8'));
+    expect(document).toEqual(await api('GET', `${sessionPath('alice', 'trip-42')}/export`));
+    const [yaml] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Export YAML' }).click()]);
+    expect(yaml.suggestedFilename()).toBe('trip-42.yaml');
+    const text = await readFile((await yaml.path())!, 'utf8');
+    expect(text).toContain('format: agent-session/v1');
+    expect(text).toContain('sessionId: trip-42');
+    await page.close();
+  });
+
+  it('deletes a session only after the confirmation, with If-Match: a changed session is refused with the service\'s message', async () => {
+    await api('POST', `/spaces/${spaceId}/users/erin/sessions`, { sessionId: 'doomed', title: 'Doomed' });
+    await api('POST', `${sessionPath('erin', 'doomed')}/events`, { author: 'user', content: { parts: [{ text: 'bye' }] } });
+    const page = await signedIn();
+    await openSession(page, 'erin', 'doomed');
+
+    await page.getByRole('button', { name: 'Delete session' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Delete this session?' });
+    await dialog.waitFor();
+    await screenshot(page, 'delete-confirmation');
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
+    expect(await dialog.isVisible()).toBe(false);
+    expect((await api('GET', sessionPath('erin', 'doomed'))).sessionId).toBe('doomed');
+
+    // Changed behind the page's back (no event, so no live refresh): If-Match refuses the delete.
+    await api('PATCH', sessionPath('erin', 'doomed'), { title: 'Renamed elsewhere' });
+    await page.getByRole('button', { name: 'Delete session' }).click();
+    await dialog.getByRole('button', { name: 'Delete permanently' }).click();
+    const refusal = dialog.getByRole('alert');
+    await refusal.waitFor();
+    expect(await refusal.textContent()).toContain('(FailedOperation.PreconditionFailed)');
+    expect((await api('GET', sessionPath('erin', 'doomed'))).title).toBe('Renamed elsewhere');
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
+
+    await page.reload();
+    await page.locator('.event').first().waitFor();
+    await page.getByRole('button', { name: 'Delete session' }).click();
+    await dialog.getByRole('button', { name: 'Delete permanently' }).click();
+    await page.getByRole('heading', { name: 'Session deleted' }).waitFor();
+    const gone = await t.request({ method: 'GET', url: `/v1${sessionPath('erin', 'doomed')}` });
+    expect([gone.statusCode, gone.json().error.code]).toEqual([404, 'ResourceNotFound.Session']);
+    await page.close();
+  });
+
+  it('shows a read-only sub-account no delete or export, and the service\'s message when it is refused', async () => {
+    const page = await signedIn(readOnlyToken);
+    // The list of spaces shows only the space it may describe.
+    expect(await page.locator('tbody tr').allTextContents()).toHaveLength(1);
+    await openSession(page, 'alice', 'trip-42');
+    await page.getByText('Read-only access').waitFor();
+    expect(await page.getByRole('button', { name: 'Delete session' }).count()).toBe(0);
+    expect(await page.getByRole('button', { name: 'Export JSON' }).count()).toBe(0);
+    await screenshot(page, 'session-read-only');
+
+    const defaultSpace = t.account.defaultSpaceId;
+    const expected = await t.request({ method: 'GET', url: `/v1/spaces/${defaultSpace}`, token: readOnlyToken });
+    expect(expected.statusCode).toBe(403);
+    await page.goto(`${origin}/console/#/spaces/${defaultSpace}`);
+    const alert = page.getByRole('alert').first();
+    await alert.waitFor();
+    expect(await alert.textContent()).toBe(`${expected.json().error.message} (UnauthorizedOperation)`);
+    await page.close();
+  });
+
+  it('works with the keyboard alone', async () => {
+    const page = await browser.newPage();
+    await page.goto(`${origin}/console/`);
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe('credential');
+    await page.keyboard.type(t.account.rootCredential.token);
+    await page.keyboard.press('Enter');
+    await page.getByRole('link', { name: 'Support desk' }).waitFor();
+
+    await openSession(page, 'alice', 'trip-42');
+    await page.getByRole('button', { name: 'State after event 2' }).focus();
+    await page.keyboard.press('Enter');
+    await page.getByLabel('Session state after event 2').waitFor();
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe('state-at-heading');
+
+    // A function call opens with the keyboard.
+    const summary = page.locator('.event').nth(1).locator('details.call summary');
+    await summary.focus();
+    await page.keyboard.press('Enter');
+    expect(await page.locator('.event').nth(1).locator('details.call').getAttribute('open')).not.toBeNull();
+
+    // The delete dialog takes the focus and closes on Escape.
+    await page.getByRole('button', { name: 'Delete session' }).focus();
+    await page.keyboard.press('Enter');
+    await page.getByRole('dialog').waitFor();
+    expect(await page.evaluate(() => document.activeElement?.closest('dialog') !== null)).toBe(true);
+    await page.keyboard.press('Escape');
+    expect(await page.getByRole('dialog').isVisible()).toBe(false);
+    await page.close();
+  });
+
+  it('labels every control', async () => {
+    const page = await signedIn();
+    const unlabelled = async () =>
+      page.evaluate(() =>
+        [...document.querySelectorAll('input, select, textarea, button')]
+          .filter((element) => {
+            const control = element as HTMLInputElement;
+            const text = (control.labels?.[0]?.textContent ?? '') + (control.getAttribute('aria-label') ?? '') + (element.tagName === 'BUTTON' ? element.textContent : '');
+            return text.trim() === '';
+          })
+          .map((element) => element.outerHTML),
+      );
+    await page.goto(`${origin}/console/#/spaces/${spaceId}`);
+    await page.getByRole('link', { name: 'Sessions of user carol' }).waitFor();
+    expect(await unlabelled()).toEqual([]);
+    await openSession(page, 'alice', 'trip-42');
+    await page.getByRole('button', { name: 'State after event 1' }).click();
+    await page.getByLabel('Session state after event 1').waitFor();
+    expect(await unlabelled()).toEqual([]);
+    await page.close();
+  });
+
+  it('fits a phone-sized window without sideways scrolling', async () => {
+    const page = await signedIn(undefined, PHONE);
+    const overflow = () => page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    expect(await overflow()).toBeLessThanOrEqual(0);
+    await screenshot(page, 'phone-spaces');
+    await page.goto(`${origin}/console/#/spaces/${spaceId}`);
+    await page.getByRole('link', { name: 'Sessions of user carol' }).waitFor();
+    expect(await overflow()).toBeLessThanOrEqual(0);
+    await screenshot(page, 'phone-space');
+    await openSession(page, 'alice', 'trip-42');
+    await page.getByRole('button', { name: 'State after event 3' }).click();
+    await page.getByLabel('Session state after event 3').waitFor();
+    expect(await overflow()).toBeLessThanOrEqual(0);
+    await screenshot(page, 'phone-session');
+    await page.close();
+  });
+});
