@@ -7,7 +7,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } 
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import type { Limits } from './config.js';
 import type { Database } from './db/connect.js';
-import { type EventFeed, startEventFeed } from './db/event-feed.js';
+import { startEventFeed } from './db/event-feed.js';
 import { registerAuthentication } from './http/auth.js';
 import { registerAuthorization } from './http/authorization.js';
 import { registerBodyNestingLimit } from './http/body-nesting.js';
@@ -52,11 +52,11 @@ export interface BuildAppOptions {
   /** TENCENT_API_PATH: the API 3.0 endpoint answers POST on it as well as on `/`. */
   tencentApiPath?: string | undefined;
   /**
-   * The feed of appends the event streams wait on (startEventFeed over the database's LISTEN), or
-   * none: streams then find new events on their heartbeat only. The app owns it: closing the app
-   * ends the open streams, then closes the feed.
+   * How often the event streams' feed polls the event counts of the sessions that have open
+   * streams (default 250 ms): an append through another instance shows on a stream within this.
+   * Appends through this instance wake its streams at once. 0: no polling (heartbeats only).
    */
-  eventFeed?: EventFeed | undefined;
+  eventStreamPollMs?: number | undefined;
   /** A heartbeat comment this often on each open event stream (default 15 s). */
   eventStreamHeartbeatMs?: number | undefined;
   /** The built console served at /console (default console/dist); false: no console. */
@@ -74,7 +74,7 @@ export async function buildApp({
   pool,
   metricsToken,
   credentialCache,
-  eventFeed = startEventFeed(undefined),
+  eventStreamPollMs = 250,
   eventStreamHeartbeatMs = 15_000,
   consoleDir,
   rateLimitRedis,
@@ -170,8 +170,10 @@ export async function buildApp({
   const cache = credentialCache?.cache;
   // One budget per credential, whichever face it calls.
   const counters = rateLimitCounters(rateLimitRedis);
-  // Open event streams do not end by themselves: they are ended before the server waits for its
-  // connections to finish (preClose), and the feed closes after them.
+  // The feed of appends the event streams wait on (src/db/event-feed.ts). Open event streams do not
+  // end by themselves: they are ended before the server waits for its connections to finish
+  // (preClose), and the feed closes after them.
+  const eventFeed = startEventFeed(eventStreamPollMs > 0 ? db : undefined, { intervalMs: eventStreamPollMs });
   const closingStreams = new Set<() => void>();
   app.addHook('preClose', async () => closingStreams.forEach((end) => end()));
   app.addHook('onClose', () => eventFeed.close());

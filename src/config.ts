@@ -77,6 +77,9 @@ const environmentSchema = z.object({
   HTTP_REQUEST_TIMEOUT_MS: int(100, 30_000),
   HTTP_KEEP_ALIVE_TIMEOUT_MS: int(100, 5_000),
   SWEEP_INTERVAL_MS: int(0, 60_000),
+  // How often the event streams' feed reads the event counts of sessions with open streams; 0: never
+  // (streams then see appends through other instances on their heartbeat only).
+  EVENT_STREAM_POLL_MS: int(0, 250),
   // Verified credentials kept per instance (no database read to authenticate them); 0 turns it off.
   CREDENTIAL_CACHE_SIZE: z.coerce.number().int().min(0).max(1_000_000).default(10_000),
   // Bounded so that one sweep stays one short transaction.
@@ -134,6 +137,8 @@ export interface Config {
   limits: Limits;
   /** The expired-session sweeper; intervalMs 0 turns it off on this instance. */
   sweeper: { intervalMs: number; batchSize: number };
+  /** EVENT_STREAM_POLL_MS: the event streams' poll interval (src/db/event-feed.ts). */
+  eventStreamPollMs: number;
   /** Most credentials the verified-credential cache holds; 0 turns the cache off. */
   credentialCacheSize: number;
   /** REDIS_URL and the key prefix, or undefined: the rate limit then counts per instance. */
@@ -204,6 +209,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     tencentApiPath: e.TENCENT_API_PATH,
     limits: limitsFrom(e),
     sweeper: { intervalMs: e.SWEEP_INTERVAL_MS, batchSize: e.SWEEP_BATCH_SIZE },
+    eventStreamPollMs: e.EVENT_STREAM_POLL_MS,
     credentialCacheSize: e.CREDENTIAL_CACHE_SIZE,
     redis: e.REDIS_URL ? { url: e.REDIS_URL, keyPrefix: e.REDIS_KEY_PREFIX } : undefined,
   };

@@ -12,7 +12,6 @@ import { migrateToLatest } from './db/migrate.js';
 import { connectRateLimitRedis, rateLimitRedisReady } from './http/rate-limit.js';
 import { ensureEmbeddedAccount } from './modules/accounts/accounts.service.js';
 import { startCredentialCache } from './modules/accounts/credential-cache-listener.js';
-import { startEventFeed } from './db/event-feed.js';
 import { type ExpirySweeper, startExpirySweeper } from './modules/sessions/expiry-sweeper.js';
 import { resolvePageTokenKey } from './page-token-key.js';
 import { resolveCredentialMasterKey } from './credential-master-key.js';
@@ -58,8 +57,7 @@ async function main(): Promise<void> {
     logger,
     credentialCache,
     rateLimitRedis,
-    // One listening connection wakes every open event stream of this instance; closed with the app.
-    eventFeed: startEventFeed(database.listen),
+    eventStreamPollMs: config.eventStreamPollMs,
   });
   closeWithGrace({ delay: 10_000, logger }, async ({ signal, err }) => {
     if (err) logger.error({ err }, 'shutting down after an error');

@@ -1,72 +1,124 @@
-// One instance's feed of appends, for its open event streams: a single LISTEN on `events_appended`
-// (migrations/0006) fanned out in memory to the streams of the session each notification names.
-// A stream holds no database connection while it waits; it reads the new events with one short
-// query when told there are some.
+// One instance's feed of appends, for its open event streams: a single poller reads the event
+// counts of the sessions that have open streams, and wakes a session's streams when its count
+// moved. A stream holds no database connection while it waits; it reads the new events with one
+// short query when told there are some.
 //
-// While the listener is lost, notifications may be missed: on listening again every stream is told
-// to look (a stream also looks on each heartbeat, so even a feed that never listens is only late).
-import type { Listen, NotificationSubscription } from './notifications.js';
+// Why a poller and not a NOTIFY from every append: the append is the hot path (issue 9), and a
+// notification costs every append a trigger and, at commit, PostgreSQL's notification queue lock,
+// which serializes the commits of all appends whether or not anyone streams. The poller costs
+// nothing while no stream is open, and one indexed query per interval (the sessions' primary key,
+// a chunk of sessions at a time) while streams are, however many appends there are. An append
+// made through this instance wakes its streams at once (`appended`); one made through another
+// instance is seen within one interval.
+import { sql } from 'kysely';
+import type { Database } from './connect.js';
 import type { SessionKey } from './keys.js';
-
-export const EVENTS_CHANNEL = 'events_appended';
 
 /** Called with the newest seq known to be stored, or undefined for "look: something may be new". */
 export type AppendedListener = (seq: number | undefined) => void;
 
 export interface EventFeed {
   subscribe(key: SessionKey, listener: AppendedListener): () => void;
+  /** This instance stored events up to `seq` in the session: its streams look at once. */
+  appended(key: SessionKey, seq: number): void;
   /** Open subscriptions (metrics and tests). */
   readonly subscriberCount: number;
   close(): Promise<void>;
 }
 
-const sessionTag = (key: SessionKey) => JSON.stringify([key.accountId, key.spaceId, key.userId, key.sessionId]);
-
-export function parseAppended(payload: string): { key: SessionKey; seq: number } | undefined {
-  try {
-    const value = JSON.parse(payload) as Record<string, unknown>;
-    const { accountId, spaceId, userId, sessionId, seq } = value;
-    if (typeof accountId !== 'string' || typeof spaceId !== 'string' || typeof userId !== 'string' || typeof sessionId !== 'string') return undefined;
-    if (typeof seq !== 'number' || !Number.isSafeInteger(seq)) return undefined;
-    return { key: { accountId, spaceId, userId, sessionId }, seq };
-  } catch {
-    return undefined;
-  }
+export interface EventFeedOptions {
+  /** Pause between two polls, counted from the end of the previous one. */
+  intervalMs: number;
+  /** Sessions per poll query. */
+  chunkSize?: number;
 }
 
-/** A feed over `listen`, or, without one, a feed that never notifies (streams then rely on their heartbeat). */
-export function startEventFeed(listen: Listen | undefined): EventFeed {
-  const bySession = new Map<string, Set<AppendedListener>>();
+interface Watched {
+  key: SessionKey;
+  listeners: Set<AppendedListener>;
+  /** The event count the listeners were last told of; undefined until the first poll. */
+  seenCount: number | undefined;
+}
+
+const sessionTag = (key: SessionKey) => JSON.stringify([key.accountId, key.spaceId, key.userId, key.sessionId]);
+
+/** A feed polling `db`, or, without one, a feed that never polls (streams then rely on their heartbeat). */
+export function startEventFeed(db: Database | undefined, { intervalMs, chunkSize = 500 }: EventFeedOptions): EventFeed {
+  const watched = new Map<string, Watched>();
   let count = 0;
-  const everyone = (seq: number | undefined) => bySession.forEach((listeners) => listeners.forEach((listener) => listener(seq)));
-  const subscription: NotificationSubscription | undefined = listen?.(EVENTS_CHANNEL, {
-    onListening: () => everyone(undefined),
-    onNotification(payload) {
-      const appended = parseAppended(payload);
-      if (appended) bySession.get(sessionTag(appended.key))?.forEach((listener) => listener(appended.seq));
-    },
-    onLost: () => {},
-  });
+  let closed = false;
+  let timer: NodeJS.Timeout | undefined;
+  let polling: Promise<void> | undefined;
+
+  const tell = (entry: Watched, seq: number | undefined) => entry.listeners.forEach((listener) => listener(seq));
+
+  const pollChunk = async (entries: Watched[]) => {
+    const keys = entries.map(({ key }) => sql`(${key.accountId}, ${key.spaceId}, ${key.userId}, ${key.sessionId})`);
+    const rows = await db!
+      .selectFrom('sessions')
+      .select(['account_id', 'space_id', 'user_id', 'session_id', 'event_count'])
+      .where(sql<boolean>`(account_id, space_id, user_id, session_id) IN (${sql.join(keys)})`)
+      .execute();
+    const counts = new Map(rows.map((row) => [sessionTag({ accountId: row.account_id, spaceId: row.space_id, userId: row.user_id, sessionId: row.session_id }), Number(row.event_count)]));
+    for (const entry of entries) {
+      const current = counts.get(sessionTag(entry.key));
+      // Gone (deleted or swept): the streams look, find nothing and end on their next heartbeat.
+      if (current === undefined) tell(entry, undefined);
+      else if (current !== entry.seenCount) {
+        entry.seenCount = current;
+        tell(entry, current);
+      }
+    }
+  };
+
+  const poll = async () => {
+    const entries = [...watched.values()];
+    for (let start = 0; start < entries.length && !closed; start += chunkSize) await pollChunk(entries.slice(start, start + chunkSize));
+  };
+
+  const schedule = () => {
+    if (closed || !db || watched.size === 0 || timer || polling) return;
+    timer = setTimeout(() => {
+      timer = undefined;
+      polling = poll()
+        // The database is unreachable: streams are only late; the next poll tries again.
+        .catch(() => {})
+        .finally(() => {
+          polling = undefined;
+          schedule();
+        });
+    }, intervalMs);
+    timer.unref();
+  };
+
   return {
     subscribe(key, listener) {
       const tag = sessionTag(key);
-      const listeners = bySession.get(tag) ?? new Set();
-      bySession.set(tag, listeners);
-      listeners.add(listener);
+      const entry = watched.get(tag) ?? { key, listeners: new Set(), seenCount: undefined };
+      watched.set(tag, entry);
+      entry.listeners.add(listener);
       count++;
+      schedule();
       return () => {
-        if (!listeners.delete(listener)) return;
+        if (!entry.listeners.delete(listener)) return;
         count--;
-        if (listeners.size === 0) bySession.delete(tag);
+        if (entry.listeners.size === 0) watched.delete(tag);
       };
+    },
+    appended(key, seq) {
+      const entry = watched.get(sessionTag(key));
+      if (entry) tell(entry, seq);
     },
     get subscriberCount() {
       return count;
     },
     async close() {
-      bySession.clear();
+      closed = true;
+      clearTimeout(timer);
+      timer = undefined;
+      watched.clear();
       count = 0;
-      await subscription?.close();
+      await polling;
     },
   };
 }

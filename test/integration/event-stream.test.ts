@@ -4,6 +4,8 @@
 // app.inject.
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { DEFAULT_LIMITS } from '../../src/config.js';
+import { appendEvents } from '../../src/modules/events/append.service.js';
 import { insertSpace } from '../support/fixtures.js';
 import { insertSubAccount, readOnlyOn } from '../support/principals.js';
 import { openSse, type SseStream } from '../support/sse-reader.js';
@@ -16,8 +18,9 @@ let spaceId: string;
 let counter = 0;
 
 beforeAll(async () => {
-  // A heartbeat far beyond any test's wait: every live event here arrives by its notification.
-  t = await createTestApp({ poolMax: POOL_MAX, eventStreamHeartbeatMs: 600_000, limits: { rateLimitMax: 0 } });
+  // A heartbeat far beyond any test's wait: every live event here arrives through the feed (this
+  // instance's own appends at once, others' by its poll).
+  t = await createTestApp({ poolMax: POOL_MAX, eventStreamHeartbeatMs: 600_000, eventStreamPollMs: 100, limits: { rateLimitMax: 0 } });
   const address = await t.app.listen({ port: 0, host: '127.0.0.1' });
   base = `${address}/v1`;
   spaceId = await insertSpace(t.db, t.account.accountId);
@@ -58,6 +61,23 @@ describe('GET …/events/stream', () => {
     const live = await stream.events(3);
     expect(live.map((event) => event.seq)).toEqual([3, 4, 5]);
     expect(texts(live)).toEqual(['three', 'four', 'five']);
+    stream.close();
+  });
+
+  it('delivers appends made by another instance through its poll of the event counts', async () => {
+    const session = await newSession();
+    const stream = await openSse(`${base}${session}/events/stream`, token());
+    // The service's append called directly on the database, as another instance's request would:
+    // nothing in this app is told of it, so only the feed's poll can bring it to the stream.
+    const key = { accountId: t.account.accountId, spaceId, userId: 'u1', sessionId: session.split('/').pop()! };
+    const elsewhere = (text: string) => appendEvents(t.db, DEFAULT_LIMITS, key, { author: 'other-instance', content: { role: 'model', parts: [{ text }] } }, undefined);
+    await elsewhere('from far away');
+    expect(texts(await stream.events(1))).toEqual(['from far away']);
+    await elsewhere('again');
+    await append(session, 'and here');
+    const next = await stream.events(2);
+    expect(next.map((event) => event.seq)).toEqual([2, 3]);
+    expect(texts(next)).toEqual(['again', 'and here']);
     stream.close();
   });
 

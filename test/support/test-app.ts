@@ -4,7 +4,6 @@ import { buildApp } from '../../src/app.js';
 import { DEFAULT_LIMITS, type Limits } from '../../src/config.js';
 import { type CreatedAccount, createAccount } from '../../src/modules/accounts/accounts.service.js';
 import { type ListeningCredentialCache, startCredentialCache } from '../../src/modules/accounts/credential-cache-listener.js';
-import { startEventFeed } from '../../src/db/event-feed.js';
 import { createTestDatabase, type TestDatabase } from './test-database.js';
 
 export interface TestApp {
@@ -43,6 +42,8 @@ export async function createTestApp(
     tencentApiPath?: string;
     /** The event streams' heartbeat interval (default: the app's). */
     eventStreamHeartbeatMs?: number;
+    /** The event feed's poll interval (default: the app's; 0 turns polling off). */
+    eventStreamPollMs?: number;
   } = {},
 ): Promise<TestApp> {
   const database = await createTestDatabase({ poolMax: options.poolMax });
@@ -56,7 +57,7 @@ export async function createTestApp(
     logger: options.logger ?? false,
     credentialCache,
     tencentApiPath: options.tencentApiPath,
-    eventFeed: startEventFeed(database.listen),
+    eventStreamPollMs: options.eventStreamPollMs,
     eventStreamHeartbeatMs: options.eventStreamHeartbeatMs,
   });
   await app.ready();

@@ -25,6 +25,7 @@ describe('loadConfig', () => {
       rootApiKey: undefined,
       limits: DEFAULT_LIMITS,
       sweeper: { intervalMs: 60_000, batchSize: 500 },
+      eventStreamPollMs: 250,
       credentialCacheSize: 10_000,
     });
     expect(DEFAULT_LIMITS).toEqual({

@@ -2,8 +2,8 @@
 // after the caller's seq, then each new one as it is appended, in seq order, each exactly once.
 //
 // Round trips: opening costs the session check plus one page query per 200 stored events; after
-// that, one query per append notification (event-feed.ts) and two per heartbeat (is the session
-// still there; anything missed while the feed was not listening). Between them the stream holds
+// that, one query each time the feed (event-feed.ts) says the session has new events, and two per
+// heartbeat (is the session still there; anything the feed missed). Between them the stream holds
 // no database connection: a thousand open streams need no more of the pool than the requests do.
 import type { Database } from '../../db/connect.js';
 import type { SessionKey } from '../../db/keys.js';

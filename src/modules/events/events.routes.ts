@@ -19,7 +19,7 @@ import { getSessionEvent, listSessionEvents } from './events.service.js';
 
 const EVENTS = '/spaces/:spaceId/users/:userId/sessions/:sessionId/events';
 
-export async function eventsRoutes(app: ZodApp, { db, limits, metrics, pageTokens }: AppDeps): Promise<void> {
+export async function eventsRoutes(app: ZodApp, { db, limits, metrics, pageTokens, eventFeed }: AppDeps): Promise<void> {
   app.post(
     EVENTS,
     {
@@ -63,6 +63,8 @@ export async function eventsRoutes(app: ZodApp, { db, limits, metrics, pageToken
       const key = { accountId: request.principal.accountId, ...request.params };
       const result = await appendEvents(db, limits, key, request.body, parseIfMatch(request.headers['if-match']));
       recordAppend(metrics.appends, result);
+      // This instance's open streams of the session look at once (other instances' on their next poll).
+      if (!result.replayOnly) eventFeed.appended(key, result.session.eventCount);
       reply.header('etag', etagOf(result.session.revision));
       const session = writtenSessionAnswer(result.session, maySeeSessionContents(request.principal, key.spaceId));
       return reply.status(result.replayOnly ? 200 : 201).send({ events: result.events, session });
