@@ -1,5 +1,6 @@
 // The environment, validated once at start-up. Nothing else reads process.env.
 import { z } from 'zod';
+import type { DatabaseOptions } from './db/connect.js';
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
@@ -112,18 +113,8 @@ export interface Limits {
 export interface Config {
   port: number;
   host: string;
-  database:
-    | {
-        kind: 'postgres';
-        url: string;
-        /** DATABASE_DIRECT_URL: set when `url` is a transaction pooler. */
-        directUrl?: string | undefined;
-        poolMax: number;
-        statementTimeoutMs: number;
-        connectTimeoutMs: number;
-        preparedStatements?: boolean | undefined;
-      }
-    | { kind: 'pglite'; dataDir: string; statementTimeoutMs: number };
+  /** The PostgreSQL options are openDatabase's own; embedded mode always has a data directory. */
+  database: Extract<DatabaseOptions, { kind: 'postgres' }> | { kind: 'pglite'; dataDir: string; statementTimeoutMs: number };
   logLevel: z.infer<typeof environmentSchema>['LOG_LEVEL'];
   rootApiKey: string | undefined;
   /** 32 bytes from CREDENTIAL_MASTER_KEY, or undefined when it is not set. */
