@@ -12,6 +12,11 @@ export interface IssuedCredential {
   token: string;
 }
 
+/** Whether `value` has the shape of a secretId this service issues (AKID and 32 base62 characters). */
+export function isSecretId(value: string): boolean {
+  return SECRET_ID_PATTERN.test(value);
+}
+
 export function generateSecretId(): string {
   let id = 'AKID';
   for (let i = 0; i < 32; i++) id += BASE62[randomInt(BASE62.length)];

@@ -11,10 +11,9 @@ import type { Principal } from '../../lib/principal.js';
 import { TC3_MAX_CLOCK_SKEW_SECONDS, type Tc3Request, parseTc3Authorization, tc3Date, tc3SignatureMatches } from '../../lib/tc3-signature.js';
 import { lookUpCredential, principalOf, recordCredentialUse } from '../accounts/accounts.service.js';
 import type { CredentialCache } from '../accounts/credential-cache.js';
+import { isSecretId } from '../accounts/credentials.js';
 import { decryptSecret } from '../accounts/secret-box.js';
 import { Tc3Error } from './tc3-errors.js';
-
-const SECRET_ID = /^AKID[A-Za-z0-9]{32}$/;
 
 export interface SignedRequest extends Omit<Tc3Request, 'signedHeaders'> {
   authorization: string | undefined;
@@ -51,7 +50,7 @@ export async function authenticateSignedRequest(db: Database, request: SignedReq
   if (authorization.date !== tc3Date(timestamp)) {
     throw new Tc3Error('AuthFailure.SignatureFailure', `The credential scope's date ${authorization.date} is not the UTC date of X-TC-Timestamp (${tc3Date(timestamp)}).`);
   }
-  if (!SECRET_ID.test(authorization.secretId)) throw new Tc3Error('AuthFailure.InvalidSecretId', 'The SecretId is not valid: it is AKID followed by 32 letters and digits.');
+  if (!isSecretId(authorization.secretId)) throw new Tc3Error('AuthFailure.InvalidSecretId', 'The SecretId is not valid: it is AKID followed by 32 letters and digits.');
   if (!options.masterKey) {
     throw new Tc3Error(
       'UnsupportedOperation',
