@@ -106,6 +106,8 @@ export function startEventFeed(db: Database | undefined, { intervalMs, chunkSize
       };
     },
     appended(key, seq) {
+      // Called on every append: with no stream open (the usual case) it costs one size check.
+      if (watched.size === 0) return;
       const entry = watched.get(sessionTag(key));
       if (entry) tell(entry, seq);
     },
