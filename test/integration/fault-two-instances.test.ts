@@ -10,6 +10,7 @@ import { buildApp } from '../../src/app.js';
 import { DEFAULT_LIMITS } from '../../src/config.js';
 import { type DatabaseHandle, openDatabase } from '../../src/db/connect.js';
 import { type CreatedAccount, createAccount } from '../../src/modules/accounts/accounts.service.js';
+import { expectedKeys, turnAppend } from '../support/lost-update-workload.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 import { TEST_PAGE_TOKEN_KEY } from '../support/test-app.js';
 
@@ -85,7 +86,7 @@ describe('two service instances on one database', () => {
 
     // Each append writes a key of its own into the session, and (two in three) into the user's
     // and the space's state, plus keys every writer overwrites: a lost update drops a key.
-    const expected = { session: new Map<string, string[]>(), user: new Map<string, string[]>(), app: [] as string[] };
+    const expected = expectedKeys();
     const results: (Sent & { sessionKey: string; eventId: string; duplicated: boolean })[] = [];
     await Promise.all(
       sessions.flatMap(({ user, sessionId }) =>
@@ -93,21 +94,8 @@ describe('two service instances on one database', () => {
           const sessionKey = `${user}/${sessionId}`;
           const path = `/v1/spaces/${spaceId}/users/${user}/sessions/${sessionId}/events`;
           for (let i = 0; i < APPENDS_PER_INSTANCE; i++) {
-            const tag = `${instance.name}${i}`;
-            const eventId = `ev-${sessionId}-${tag}`;
-            const delta: Record<string, unknown> = { [`own-${tag}`]: i, last: tag };
-            push(expected.session, sessionKey, `own-${tag}`);
-            if (i % 3 !== 0) {
-              delta[`user:${sessionId}-${tag}`] = i;
-              delta['user:last'] = `${sessionId}-${tag}`;
-              push(expected.user, user, `user:${sessionId}-${tag}`);
-            }
-            if (i % 3 === 2) {
-              delta[`app:${user}-${sessionId}-${tag}`] = i;
-              delta['app:last'] = `${user}-${sessionId}-${tag}`;
-              expected.app.push(`app:${user}-${sessionId}-${tag}`);
-            }
-            const payload = { eventId, author: 'agent', content: { parts: [{ text: tag }] }, actions: { stateDelta: delta } };
+            const payload = turnAppend(expected, user, sessionId, instance.name, i);
+            const { eventId } = payload;
             const duplicated = i % DUPLICATE_EVERY === DUPLICATE_EVERY - 1;
             // A duplicate goes to both instances at once (a client retrying through another
             // instance before the first answer came back).
@@ -163,10 +151,6 @@ describe('two service instances on one database', () => {
     expect(Object.keys(spaceRow.state).filter((k) => k !== 'app:last').sort()).toEqual([...expected.app].sort());
   });
 });
-
-function push(map: Map<string, string[]>, key: string, value: string): void {
-  map.set(key, [...(map.get(key) ?? []), value]);
-}
 
 function groupBy<T>(items: T[], key: (item: T) => string): Map<string, T[]> {
   const groups = new Map<string, T[]>();

@@ -14,6 +14,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { issueCredential } from '../../src/modules/accounts/credentials.js';
 import { withDatabase } from '../support/backend.js';
+import { expectedKeys, turnAppend } from '../support/lost-update-workload.js';
 import { type PrivatePgBouncer, startPrivatePgBouncer } from '../support/private-pgbouncer.js';
 import { type ServiceProcess, freePort, killServiceProcess, sleep, startServiceProcess, waitUntilReady } from '../support/service-process.js';
 
@@ -153,30 +154,16 @@ describe.runIf(backend.kind === 'postgres')('two instances through PgBouncer in 
       expect(mine.map((r) => r.status).sort()).toEqual([200, 200, 201].slice(3 - CREATES_PER_SESSION));
     }
 
-    const expected = { session: new Map<string, string[]>(), user: new Map<string, string[]>(), app: [] as string[] };
+    const expected = expectedKeys();
     const results: (Answer & { sessionKey: string; eventId: string; kind: 'single' | 'duplicate' | 'replay' })[] = [];
     await Promise.all(
       sessions.flatMap(({ user, sessionId }) =>
         [a, b].map(async (service) => {
-          const name = service === a ? 'A' : 'B';
           const sessionKey = `${user}/${sessionId}`;
           const path = `/v1/spaces/${spaceId}/users/${user}/sessions/${sessionId}/events`;
           for (let i = 0; i < APPENDS_PER_INSTANCE; i++) {
-            const tag = `${name}${i}`;
-            const eventId = `ev-${sessionId}-${tag}`;
-            const delta: Record<string, unknown> = { [`own-${tag}`]: i, last: tag };
-            push(expected.session, sessionKey, `own-${tag}`);
-            if (i % 3 !== 0) {
-              delta[`user:${sessionId}-${tag}`] = i;
-              delta['user:last'] = `${sessionId}-${tag}`;
-              push(expected.user, user, `user:${sessionId}-${tag}`);
-            }
-            if (i % 3 === 2) {
-              delta[`app:${user}-${sessionId}-${tag}`] = i;
-              delta['app:last'] = `${user}-${sessionId}-${tag}`;
-              expected.app.push(`app:${user}-${sessionId}-${tag}`);
-            }
-            const payload = { eventId, author: 'agent', content: { parts: [{ text: tag }] }, actions: { stateDelta: delta } };
+            const payload = turnAppend(expected, user, sessionId, service === a ? 'A' : 'B', i);
+            const { eventId } = payload;
             if (i % DUPLICATE_EVERY === DUPLICATE_EVERY - 1) {
               const both = await Promise.all([call(service, 'POST', path, payload), call(other(service), 'POST', path, payload)]);
               for (const one of both) results.push({ ...one, sessionKey, eventId, kind: 'duplicate' });
@@ -278,7 +265,3 @@ describe.runIf(backend.kind === 'postgres')('two instances through PgBouncer in 
 
   });
 });
-
-function push(map: Map<string, string[]>, key: string, value: string): void {
-  map.set(key, [...(map.get(key) ?? []), value]);
-}
