@@ -3,7 +3,8 @@
 //      running src/server.ts), 1,000 sessions, one event with a one-key stateDelta per request;
 //   2. the same with a batch of 10 such events per request ({"events": [...]});
 //   3. the service's own database work without HTTP: its appendEvents called in-process by 32
-//      concurrent workers over a pool opened exactly as the service opens its own;
+//      concurrent workers over a pool opened exactly as the service opens its own, with the same
+//      group commit (src/modules/events/append-batcher.ts);
 //   4. the minimal transaction of the issue (BEGIN; UPDATE … RETURNING; INSERT; COMMIT) on a
 //      minimal schema, by pgbench with 32 clients (see minimal-transaction.ts);
 //   5. the same as one statement (WITH s AS (UPDATE …) INSERT …), by pgbench;
@@ -35,7 +36,9 @@ import { type Database, type DatabaseHandle, openDatabase } from '../src/db/conn
 import { migrateToLatest } from '../src/db/migrate.js';
 import type { DB } from '../src/db/schema.js';
 import { createAccount } from '../src/modules/accounts/accounts.service.js';
+import { useAppendBatching } from '../src/modules/events/append-batcher.js';
 import { appendEvents } from '../src/modules/events/append.service.js';
+import type { AppendBatchCounts } from '../src/lib/metrics-registry.js';
 import type { AppendEventsBody } from '../src/modules/events/events.schemas.js';
 import { type CpuPerOperation, cpuMeter } from './cpu-meter.js';
 import { MINIMAL_SCRIPTS, type MinimalScript, countMinimalEvents, createMinimalSchema, runPgbench } from './minimal-transaction.js';
@@ -67,9 +70,10 @@ const PGBENCH_SCRIPTS: Record<'minimal' | 'oneStatement', MinimalScript> = {
   oneStatement: 'minimal, one statement',
 };
 
-/** The service's configuration from its environment (DB_POOL_MAX and the defaults), for `url`. */
+/** The service's configuration from its environment (DB_POOL_MAX, APPEND_BATCH_*, the defaults), for `url`. */
 function serviceConfig(url: string) {
-  const config = loadConfig({ DATABASE_URL: url, DB_POOL_MAX: process.env.DB_POOL_MAX });
+  const { DB_POOL_MAX, APPEND_BATCH_MAX, APPEND_BATCH_CONCURRENCY } = process.env;
+  const config = loadConfig({ DATABASE_URL: url, DB_POOL_MAX, APPEND_BATCH_MAX, APPEND_BATCH_CONCURRENCY });
   if (config.database.kind !== 'postgres') throw new Error('unreachable: DATABASE_URL is set');
   return { database: config.database, limits: config.limits };
 }
@@ -168,12 +172,19 @@ async function main(): Promise<void> {
       await waitReady(pooledBench.base, pooledServer);
     }
 
-    // Run 3's pool is opened exactly as the service opens its own (size, timeouts, type parsers).
+    // Run 3's pool is opened exactly as the service opens its own (size, timeouts, type parsers),
+    // and its appends are grouped as the server groups its own (APPEND_BATCH_MAX and _CONCURRENCY).
     own = await openDatabase(service.database);
+    const ownBatcher = useAppendBatching(own.db, {
+      maxBatch: service.limits.appendBatchMax,
+      concurrency: service.limits.appendBatchConcurrency,
+      stateLimit: service.limits.stateBytes,
+    });
     const version = (await setup.pool.query('SHOW server_version')).rows[0].server_version;
     console.log(
       `PostgreSQL ${version}, database ${name}; pool ${POOL_MAX} (the server's and run 3's), ${CONNECTIONS} concurrent clients, ` +
         `${SESSIONS} sessions, ${DURATION_S} s per run after ${WARMUP_S} s of warm-up, ${ROUNDS} round(s)` +
+        `; group commit: up to ${service.limits.appendBatchMax} appends per call, ${service.limits.appendBatchConcurrency} calls at once` +
         (bouncer ? `; run 6 through ${String((await bouncer.show('VERSION'))[0]!.version)}, pool_mode = transaction, default_pool_size = ${POOL_MAX}` : '; no PgBouncer run'),
     );
     await printCapturedAppend(own, service.limits, bench);
@@ -203,16 +214,19 @@ async function main(): Promise<void> {
         if (WARMUP_S > 0) await operations[run](WARMUP_S, acknowledged);
         const serving = run === 'pgbouncer' ? pooledServer! : server;
         const meter = await cpuMeter(setup.pool, name, serving.pid!);
+        const http = run === 'single' || run === 'batch' || run === 'pgbouncer';
+        const pgbench = run === 'minimal' || run === 'oneStatement';
+        const batchCounts = () => (http ? scrapeBatchCounts(run === 'pgbouncer' ? pooledBench!.base : bench.base) : Promise.resolve({ ...ownBatcher.stats }));
+        const countsBefore = pgbench ? undefined : await batchCounts();
         const windowStart = process.hrtime.bigint() / 1000n; // µs of CLOCK_MONOTONIC, the clock of .cpuprofile timestamps
         const result = await operations[run](DURATION_S, acknowledged);
         const windowEnd = process.hrtime.bigint() / 1000n;
         const used = await meter(result.count);
+        const perCall = countsBefore ? appendsPerCall(countsBefore, await batchCounts(), result.count) : undefined;
         if (process.env.BENCH_CPU_PROF && run === 'single') console.log(`round ${round}: single-event HTTP run between ${windowStart} and ${windowEnd} µs (monotonic)`);
         if (result.failed > 0) console.log(`round ${round}, ${RUNS[run]}: ${result.failed} failed: ${JSON.stringify(result.statuses ?? {})}`);
         results[run].push(result);
         cpu[run].push(used);
-        const http = run === 'single' || run === 'batch' || run === 'pgbouncer';
-        const pgbench = run === 'minimal' || run === 'oneStatement';
         rows.push({
           round: String(round),
           run: RUNS[run],
@@ -222,6 +236,7 @@ async function main(): Promise<void> {
           'p50 ms': result.p50?.toFixed(1) ?? '-',
           'p99 ms': result.p99?.toFixed(1) ?? '-',
           failed: String(result.failed),
+          'appends/call': perCall?.toFixed(1) ?? '-',
           'CPU ms: server': http ? used.server.toFixed(2) : '-',
           postgres: pgbench ? '-' : used.postgres.toFixed(2),
           'this process': pgbench ? '-' : used.bench.toFixed(2),
@@ -230,7 +245,8 @@ async function main(): Promise<void> {
       }
     }
     console.log('\nper s: requests (HTTP), appends (appendEvents) or transactions (pgbench). CPU columns: ms per request / append / transaction');
-    console.log("(\"this process\" is the load generator for HTTP, the service's code for appendEvents; pgbench's own backends are not measured).");
+    console.log("(\"this process\" is the load generator for HTTP, the service's code for appendEvents; pgbench's own backends are not measured);");
+    console.log('appends/call: appends per database call, the group commit (append-batcher.ts) at work.');
     console.table(rows);
 
     const perSecond = (run: RunName) => results[run].map((r) => r.perSecond);
@@ -300,6 +316,7 @@ async function printCapturedAppend(handle: DatabaseHandle, limits: Limits, bench
   await serviceAppend(logged, limits, key, appendBody('capture', BATCH_EVENTS).body);
   console.log(`appendEvents, one event with a one-key stateDelta: ${single.length} round trips (a batch of ${BATCH_EVENTS}: ${statements.length}), plus the server's authentication:`);
   for (const text of single) console.log(`  ${text}`);
+  console.log('  (under load, appends that wait for a free group-commit call go together as SELECT * FROM append_events_batch($1::jsonb, $2))');
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -349,6 +366,20 @@ async function runHttp(bench: Bench, size: number, seconds: number, acknowledged
     failed: result.non2xx + result.errors,
     statuses: result.statusCodeStats ?? {},
   };
+}
+
+/** The server's group-commit counters, from its /metrics. */
+async function scrapeBatchCounts(base: string): Promise<AppendBatchCounts> {
+  const text = await (await fetch(`${base}/metrics`)).text();
+  const read = (metric: string) => Number(new RegExp(`^${metric} (\\d+)$`, 'm').exec(text)?.[1] ?? Number.NaN);
+  return { batches: read('append_batches_total'), batchedAppends: read('append_batched_appends_total'), rerunAlone: read('append_batch_reruns_total') };
+}
+
+/** `appends` appends over the calls between two readings: each batch is one call, every other append one. */
+function appendsPerCall(before: AppendBatchCounts, after: AppendBatchCounts, appends: number): number {
+  const batches = after.batches - before.batches;
+  const alone = appends - (after.batchedAppends - before.batchedAppends);
+  return appends / (batches + Math.max(0, alone));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ import type { PoolStats } from './lib/metrics-registry.js';
 import { PageTokens } from './lib/page-token.js';
 import { createSemaphore } from './lib/semaphore.js';
 import { authenticate } from './modules/accounts/accounts.service.js';
+import { useAppendBatching } from './modules/events/append-batcher.js';
 import type { ListeningCredentialCache } from './modules/accounts/credential-cache-listener.js';
 import { healthRoutes } from './modules/health/health.routes.js';
 import { findSpaceOrThrow } from './modules/spaces/space-lookup.js';
@@ -119,7 +120,8 @@ export async function buildApp({
   registerErrorHandling(app);
   registerRequestLogging(app);
   registerShutdownRefusal(app);
-  const metrics = registerMetrics(app, { pool });
+  const appendBatcher = useAppendBatching(db, { maxBatch: limits.appendBatchMax, concurrency: limits.appendBatchConcurrency, stateLimit: limits.stateBytes });
+  const metrics = registerMetrics(app, { pool, appendBatches: appendBatcher.stats });
   registerBodyNestingLimit(app);
   registerRequestTextRules(app);
 

@@ -70,6 +70,12 @@ const environmentSchema = z.object({
   // Session lists that may query at once per instance (the others wait their turn): by default two
   // pool connections fewer than DB_POOL_MAX, so that lists never hold every connection appends need.
   LIST_CONCURRENCY: z.coerce.number().int().min(1).optional(),
+  // Group commit (src/modules/events/append-batcher.ts): appends per database call (1 turns it off;
+  // at most 32, see migrations/0007), and append calls in the database at once per instance (by
+  // default 2 with PostgreSQL, so that one call waiting for a busy session's lock does not hold up
+  // every append; 1 with the embedded database's single connection). bench/README.md has figures.
+  APPEND_BATCH_MAX: z.coerce.number().int().min(1).max(32).default(32),
+  APPEND_BATCH_CONCURRENCY: z.coerce.number().int().min(1).max(100).optional(),
   RATE_LIMIT_MAX: int(0, 1200),
   RATE_LIMIT_WINDOW_MS: int(1000, 60_000),
   // Slow clients (slowloris): a connection is cut off (408) when its headers, or its whole request
@@ -99,6 +105,10 @@ export interface Limits {
   filters: number;
   /** Session lists querying at once per instance (bench/list-contention.ts). */
   listConcurrency: number;
+  /** Appends per database call (group commit, append-batcher.ts); 1 sends each alone. */
+  appendBatchMax: number;
+  /** Append calls in the database at once per instance. */
+  appendBatchConcurrency: number;
   /** Requests per credential per window (per instance, or across all with Redis); 0 turns rate limiting off. */
   rateLimitMax: number;
   rateLimitWindowMs: number;
@@ -154,6 +164,8 @@ function limitsFrom(env: z.infer<typeof environmentSchema>): Limits {
     filterValues: env.MAX_FILTER_VALUES,
     filters: env.MAX_FILTERS,
     listConcurrency: env.LIST_CONCURRENCY ?? Math.max(1, env.DB_POOL_MAX - 2),
+    appendBatchMax: env.APPEND_BATCH_MAX,
+    appendBatchConcurrency: env.APPEND_BATCH_CONCURRENCY ?? (env.DATABASE_URL ? Math.min(2, env.DB_POOL_MAX) : 1),
     rateLimitMax: env.RATE_LIMIT_MAX,
     rateLimitWindowMs: env.RATE_LIMIT_WINDOW_MS,
     headersTimeoutMs: env.HTTP_HEADERS_TIMEOUT_MS,

@@ -25,3 +25,5 @@ SELECT create_distributed_table('events', 'account_id', colocate_with => 'sessio
 -- The append runs as one call of append_events (migrations/0004): delegated whole to the worker
 -- that holds the account's shard, instead of one coordinator round trip per statement inside it.
 SELECT create_distributed_function('append_events(text, text, text, text, jsonb, bigint[], integer)', 'p_account_id', colocate_with => 'sessions');
+-- append_events_batch (migrations/0007, the group commit) carries appends of several accounts and
+-- stays on the coordinator: run the service with APPEND_BATCH_MAX=1 on Citus (docs/scale-out.md).

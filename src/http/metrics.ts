@@ -3,7 +3,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { AppError } from '../errors.js';
-import { type AppMetrics, type PoolStats, createAppMetrics } from '../lib/metrics-registry.js';
+import { type AppMetrics, createAppMetrics } from '../lib/metrics-registry.js';
 import { ErrorBody } from './schemas.js';
 import type { ZodApp } from './zod-app.js';
 
@@ -15,8 +15,8 @@ const UNMATCHED = 'unmatched';
  * Creates the app's metrics and adds the request hook to the root instance. Call it before any
  * route or plugin is registered, so that the hook applies to all of them.
  */
-export function registerMetrics(app: FastifyInstance, { pool }: { pool?: PoolStats | undefined } = {}): AppMetrics {
-  const metrics = createAppMetrics({ pool });
+export function registerMetrics(app: FastifyInstance, options: Parameters<typeof createAppMetrics>[0] = {}): AppMetrics {
+  const metrics = createAppMetrics(options);
   const { requests, duration } = metrics.http;
 
   // Scrapes are left out: each would change the counts it reports, and Prometheus records its own

@@ -47,7 +47,17 @@ function processMetrics(): Registry {
   return processRegistry;
 }
 
-export function createAppMetrics({ pool }: { pool?: PoolStats | undefined } = {}): AppMetrics {
+/** What the instance's group commit of appends (events/append-batcher.ts) counted so far. */
+export interface AppendBatchCounts {
+  /** Database calls that carried more than one append. */
+  batches: number;
+  /** Appends those calls carried. */
+  batchedAppends: number;
+  /** Appends of a batch that the batch did not write and that were run again alone. */
+  rerunAlone: number;
+}
+
+export function createAppMetrics({ pool, appendBatches }: { pool?: PoolStats | undefined; appendBatches?: AppendBatchCounts | undefined } = {}): AppMetrics {
   const registry = new Registry();
   const registers = [registry];
   const http = {
@@ -88,6 +98,7 @@ export function createAppMetrics({ pool }: { pool?: PoolStats | undefined } = {}
     }),
   };
   if (pool) registerPoolGauges(registry, pool);
+  if (appendBatches) registerAppendBatchCounters(registry, appendBatches);
 
   const processes = processMetrics();
   return {
@@ -98,6 +109,27 @@ export function createAppMetrics({ pool }: { pool?: PoolStats | undefined } = {}
       return (await registry.metrics()) + (await processes.metrics());
     },
   };
+}
+
+// Counted by the batcher in plain numbers and read when scraped: nothing on the append path.
+function registerAppendBatchCounters(registry: Registry, counts: AppendBatchCounts): void {
+  const counter = (name: string, help: string, read: () => number) =>
+    new Counter({
+      name,
+      help,
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.inc(read());
+      },
+    });
+  counter('append_batches_total', 'Database calls that carried more than one append (group commit).', () => counts.batches);
+  counter('append_batched_appends_total', 'Appends sent to the database in those calls.', () => counts.batchedAppends);
+  counter(
+    'append_batch_reruns_total',
+    'Appends of a batch that the batch did not write (a refusal, a stored eventId, a missing session, a lock conflict) and that were run again alone.',
+    () => counts.rerunAlone,
+  );
 }
 
 // Read when scraped, so they cost nothing between scrapes.

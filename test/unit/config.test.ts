@@ -39,6 +39,8 @@ describe('loadConfig', () => {
       filterValues: 100,
       filters: 10,
       listConcurrency: 8,
+      appendBatchMax: 32,
+      appendBatchConcurrency: 1,
       rateLimitMax: 1200,
       rateLimitWindowMs: 60_000,
       headersTimeoutMs: 10_000,
@@ -170,6 +172,17 @@ describe('loadConfig', () => {
     expect(loadConfig({ DB_POOL_MAX: '1' }).limits.listConcurrency).toBe(1);
     expect(loadConfig({ LIST_CONCURRENCY: '3' }).limits.listConcurrency).toBe(3);
     expect(() => loadConfig({ LIST_CONCURRENCY: '0' })).toThrow(/LIST_CONCURRENCY/);
+  });
+
+  it('groups up to 32 appends per call, two calls at once with PostgreSQL and one embedded, unless APPEND_BATCH_* say otherwise', () => {
+    const pg = 'postgres://localhost/db';
+    expect(loadConfig({}).limits).toMatchObject({ appendBatchMax: 32, appendBatchConcurrency: 1 });
+    expect(loadConfig({ DATABASE_URL: pg }).limits).toMatchObject({ appendBatchMax: 32, appendBatchConcurrency: 2 });
+    expect(loadConfig({ DATABASE_URL: pg, DB_POOL_MAX: '1' }).limits.appendBatchConcurrency).toBe(1);
+    expect(loadConfig({ DATABASE_URL: pg, APPEND_BATCH_MAX: '1', APPEND_BATCH_CONCURRENCY: '4' }).limits).toMatchObject({ appendBatchMax: 1, appendBatchConcurrency: 4 });
+    expect(configErrorFor({ APPEND_BATCH_MAX: '33' }).message).toMatch(/APPEND_BATCH_MAX/);
+    expect(configErrorFor({ APPEND_BATCH_MAX: '0' }).message).toMatch(/APPEND_BATCH_MAX/);
+    expect(configErrorFor({ APPEND_BATCH_CONCURRENCY: '0' }).message).toMatch(/APPEND_BATCH_CONCURRENCY/);
   });
 
   it('reads TENCENT_API_PATH, refusing paths that are not one or that overlap the other routes', () => {

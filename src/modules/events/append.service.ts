@@ -4,7 +4,8 @@
 // Round trips of an append (after authentication):
 // - usually ONE: the call of append_events(), which updates the session row (taking its lock),
 //   merges the deltas into the session, user and space states in the database, checks the limits
-//   and If-Match, and inserts the events (append.repository.ts);
+//   and If-Match, and inserts the events (append.repository.ts); on a busy instance that call may
+//   carry other requests' appends too (append-batcher.ts: one round trip and one commit for all);
 // - a retry (an eventId already stored), the same eventId twice in one request, or a refusal
 //   (412/413) of a request that names eventIds takes the locked path: BEGIN, the session lock, the
 //   stored events of the request's ids, then append_events() for the events that are new (or the
@@ -20,6 +21,7 @@ import { sessionNotFound } from '../sessions/session-not-found.js';
 import type { StoredScope } from '../state/scoped-state.js';
 import { lockSharedStates } from '../state/shared-state.js';
 import { type EventDocument, type PreparedEvent, eventDocument, planReplays, prepareAppend, writtenEventRow } from './append-plan.js';
+import { appendBatcherOf } from './append-batcher.js';
 import { type AppendedSession, StoredEventIdError, appendInDatabase } from './append.repository.js';
 import { type EventView, toEventView } from './event.model.js';
 import type { SessionKey } from '../../db/keys.js';
@@ -56,7 +58,10 @@ export async function appendEvents(db: Database, limits: Limits, key: SessionKey
 /** Every event is new (as far as the request knows): one statement. */
 async function appendNew(db: Database, limits: Limits, key: SessionKey, events: PreparedEvent[], ifMatch: IfMatch): Promise<AppendEventsResult> {
   const documents = events.map(eventDocument);
-  const session = await appendInDatabase(db, key, documents, revisionsOf(ifMatch), limits.stateBytes);
+  const batcher = appendBatcherOf(db);
+  const session = batcher
+    ? await batcher.append(key, documents, revisionsOf(ifMatch))
+    : await appendInDatabase(db, key, documents, revisionsOf(ifMatch), limits.stateBytes);
   if (!session) throw await sessionNotFound(db, key);
   const written = writtenViews(documents, session);
   return appended(key, session, events, documents.map((_, index) => written(index)));

@@ -17,11 +17,12 @@ export const appendEventAction = defineAction({
   permission: { action: 'session:AppendEvent', scope: 'space' },
   spaceIdOf: (input) => input.SpaceId,
   sessionNotFound: 'ResourceNotFound.Session',
-  async run({ db, limits, metrics, principal }, input) {
+  async run({ db, limits, metrics, eventFeed, principal }, input) {
     const event = parseServiceInput(EventInput, eventInputOf(input.Event), pascalPath(['Event']));
     const key = { accountId: principal.accountId, spaceId: input.SpaceId, userId: input.UserId, sessionId: input.SessionId };
     const result = await appendEvents(db, limits, key, event, undefined);
     recordAppend(metrics.appends, result);
+    if (!result.replayOnly) eventFeed.appended(key, result.session.eventCount);
     return { Event: toEventInfo(result.events[0]!) };
   },
 });

@@ -10,6 +10,7 @@ import type { PageTokens } from '../../lib/page-token.js';
 import type { Action } from '../../lib/policy.js';
 import type { Principal } from '../../lib/principal.js';
 import type { Semaphore } from '../../lib/semaphore.js';
+import type { EventFeed } from '../../db/event-feed.js';
 import type { SessionNotFoundCode } from './tc3-errors.js';
 
 export interface Tc3Context {
@@ -19,6 +20,8 @@ export interface Tc3Context {
   metrics: AppMetrics;
   /** The session lists' slots, shared with the REST routes (AppDeps.listSlots). */
   listSlots: Semaphore;
+  /** The instance's feed of appends, shared with the REST routes (AppDeps.eventFeed). */
+  eventFeed: EventFeed;
   principal: Principal;
 }
 

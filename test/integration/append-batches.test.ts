@@ -1,0 +1,223 @@
+// Group commit of appends (src/modules/events/append-batcher.ts, migrations/0007): appends that
+// arrive while the instance's append call is out go to the database together, and each is still
+// answered, and written or not, exactly as it would have been alone.
+import { randomUUID } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { buildApp } from '../../src/app.js';
+import { DEFAULT_LIMITS } from '../../src/config.js';
+import { openDatabase } from '../../src/db/connect.js';
+import type { JsonObject } from '../../src/db/schema.js';
+import { insertSession } from '../support/fixtures.js';
+import { TEST_PAGE_TOKEN_KEY, createTestApp, type TestApp } from '../support/test-app.js';
+
+// One append call out at a time: whatever arrives meanwhile waits and forms the next batch.
+const LIMITS = { stateBytes: 1024, appendBatchConcurrency: 1, appendBatchMax: 32 };
+
+let t: TestApp;
+beforeAll(async () => {
+  t = await createTestApp({ limits: LIMITS });
+});
+afterAll(async () => t.close());
+
+const USER = 'user-batch';
+
+async function newSession(state: JsonObject = {}): Promise<string> {
+  const sessionId = `s-${randomUUID()}`;
+  await insertSession(t.db, { accountId: t.account.accountId, spaceId: t.account.defaultSpaceId, userId: USER, sessionId }, { state });
+  return sessionId;
+}
+
+const eventsUrl = (sessionId: string) => `/v1/spaces/${t.account.defaultSpaceId}/users/${USER}/sessions/${sessionId}/events`;
+
+const append = (sessionId: string, payload: object, headers: Record<string, string> = {}) =>
+  t.request({ method: 'POST', url: eventsUrl(sessionId), payload, headers });
+
+/** The batcher's counters as /metrics reports them. */
+async function batchCounts(app: FastifyInstance = t.app): Promise<{ batches: number; batchedAppends: number; reruns: number }> {
+  const text = (await app.inject({ method: 'GET', url: '/metrics' })).body;
+  const read = (name: string) => Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(text)?.[1] ?? Number.NaN);
+  return { batches: read('append_batches_total'), batchedAppends: read('append_batched_appends_total'), reruns: read('append_batch_reruns_total') };
+}
+
+async function snapshot(sessionId: string) {
+  const session = await t.db.selectFrom('sessions').selectAll().where('account_id', '=', t.account.accountId).where('session_id', '=', sessionId).executeTakeFirst();
+  const events = await t.db.selectFrom('events').selectAll().where('account_id', '=', t.account.accountId).where('session_id', '=', sessionId).orderBy('seq').execute();
+  return { session, events };
+}
+
+describe('group commit of appends', () => {
+  it('sends appends that arrive together in one call, and each gets its own gap-free seq and delta', async () => {
+    const sessions = await Promise.all(Array.from({ length: 20 }, () => newSession({ kept: true })));
+    const before = await batchCounts();
+    const requests = sessions.flatMap((sessionId) =>
+      [1, 2, 3].map((turn) => append(sessionId, { eventId: `${sessionId}-${turn}`, author: 'user', actions: { stateDelta: { [`turn${turn}`]: turn } } })),
+    );
+    const responses = await Promise.all(requests);
+    expect(responses.map((res) => res.statusCode)).toEqual(responses.map(() => 201));
+
+    const after = await batchCounts();
+    expect(after.batches).toBeGreaterThan(before.batches);
+    expect(after.batchedAppends - before.batchedAppends).toBeGreaterThanOrEqual(2);
+    expect(after.reruns).toBe(before.reruns);
+
+    for (const sessionId of sessions) {
+      const { session, events } = await snapshot(sessionId);
+      expect(events.map((event) => Number(event.seq))).toEqual([1, 2, 3]);
+      expect(events.map((event) => event.event_id).sort()).toEqual([1, 2, 3].map((turn) => `${sessionId}-${turn}`));
+      expect(session).toMatchObject({ state: { kept: true, turn1: 1, turn2: 2, turn3: 3 }, event_count: 3, revision: 4 });
+    }
+    // Each answer is its own append's: its session's seq, and the session as that append left it.
+    for (const res of responses) {
+      const body = res.json();
+      expect(body.events[0].seq).toBe(body.session.eventCount);
+      expect(body.session.state).toMatchObject({ [`turn${body.events[0].eventId.split('-').pop()}`]: Number(body.events[0].eventId.split('-').pop()) });
+    }
+  });
+
+  it('answers each append of a batch as if it had been alone, and the refused ones write nothing', async () => {
+    const good = await Promise.all(Array.from({ length: 8 }, () => newSession()));
+    const stale = await newSession();
+    const replayed = await newSession();
+    const storedEvent = { eventId: 'evt-stored', author: 'user', actions: { stateDelta: { a: 1 } } };
+    expect((await append(replayed, storedEvent)).statusCode).toBe(201);
+    const conflicting = await newSession();
+    expect((await append(conflicting, storedEvent)).statusCode).toBe(201);
+    const full = await newSession({ big: 'x'.repeat(900) });
+    const missing = `s-${randomUUID()}`;
+    const refused = [stale, replayed, conflicting, full, missing];
+    const snapshots = await Promise.all(refused.map(snapshot));
+    const before = await batchCounts();
+
+    const [goodAnswers, staleAnswer, replayAnswer, conflictAnswer, fullAnswer, missingAnswer] = await Promise.all([
+      // Every other one names the current revision in If-Match, which holds in a batch as alone.
+      Promise.all(good.map((sessionId, i) => append(sessionId, { author: 'user', actions: { stateDelta: { ok: true } } }, i % 2 ? { 'if-match': '"1"' } : {}))),
+      append(stale, { author: 'user' }, { 'if-match': '"7"' }),
+      append(replayed, storedEvent),
+      append(conflicting, { ...storedEvent, actions: { stateDelta: { a: 2 } } }),
+      append(full, { author: 'user', actions: { stateDelta: { more: 'y'.repeat(200) } } }),
+      append(missing, { author: 'user' }),
+    ]);
+
+    expect(goodAnswers.map((res) => res.statusCode)).toEqual(good.map(() => 201));
+    expect(goodAnswers.map((res) => res.json().session.state)).toEqual(good.map(() => ({ ok: true })));
+    expect(staleAnswer.statusCode).toBe(412);
+    expect(staleAnswer.json().error).toMatchObject({ code: 'FailedOperation.PreconditionFailed', details: { currentRevision: 1 } });
+    expect(replayAnswer.statusCode).toBe(200);
+    expect(replayAnswer.json().events).toMatchObject([{ seq: 1, eventId: 'evt-stored' }]);
+    expect(conflictAnswer.statusCode).toBe(409);
+    expect(conflictAnswer.json().error).toMatchObject({ code: 'InvalidParameter.EventIdDuplicate', details: { eventId: 'evt-stored' } });
+    expect(fullAnswer.statusCode).toBe(413);
+    expect(fullAnswer.json().error.code).toBe('LimitExceeded.State');
+    expect(missingAnswer.statusCode).toBe(404);
+    expect(missingAnswer.json().error.code).toBe('ResourceNotFound.Session');
+
+    expect(await Promise.all(refused.map(snapshot))).toEqual(snapshots);
+    const after = await batchCounts();
+    expect(after.batchedAppends - before.batchedAppends).toBeGreaterThanOrEqual(2);
+    // The refused appends that were in a batch were run again alone; how many were depends on timing.
+    expect(after.reruns - before.reruns).toBeGreaterThanOrEqual(1);
+    expect(after.reruns - before.reruns).toBeLessThanOrEqual(refused.length);
+  });
+
+  it('sends an append that writes user: or app: state alone, and loses no shared key under concurrency', async () => {
+    const sessions = await Promise.all(Array.from({ length: 10 }, () => newSession()));
+    const before = await batchCounts();
+    const responses = await Promise.all(
+      sessions.flatMap((sessionId, i) => [
+        append(sessionId, { author: 'user', actions: { stateDelta: { [`user:k${i}`]: i, [`app:batch-k${i}`]: i } } }),
+        append(sessionId, { author: 'user', actions: { stateDelta: { own: i } } }),
+      ]),
+    );
+    expect(responses.map((res) => res.statusCode)).toEqual(responses.map(() => 201));
+    const after = await batchCounts();
+    // Only the 10 session-only appends can have joined a batch.
+    expect(after.batchedAppends - before.batchedAppends).toBeLessThanOrEqual(10);
+
+    const user = await t.db.selectFrom('space_users').select('state').where('account_id', '=', t.account.accountId).where('user_id', '=', USER).executeTakeFirstOrThrow();
+    const space = await t.db.selectFrom('session_spaces').select('state').where('account_id', '=', t.account.accountId).where('space_id', '=', t.account.defaultSpaceId).executeTakeFirstOrThrow();
+    for (let i = 0; i < sessions.length; i++) {
+      expect(user.state).toMatchObject({ [`user:k${i}`]: i });
+      expect(space.state).toMatchObject({ [`app:batch-k${i}`]: i });
+      expect((await snapshot(sessions[i]!)).session).toMatchObject({ state: { own: i }, event_count: 2 });
+    }
+  });
+});
+
+// PostgreSQL only: PGlite is one connection, so two instances there never hold locks at once.
+describe.runIf(inject('testBackend').kind === 'postgres')('group commit on two instances', () => {
+  it('batches of two instances lock the same sessions in one order: no deadlock, no rerun, seq 1..n', { timeout: 60_000 }, async () => {
+    const url = t.database.pool.options.connectionString!;
+    const handles = await Promise.all([1, 2].map(() => openDatabase({ kind: 'postgres', url, poolMax: 4, statementTimeoutMs: 30_000, connectTimeoutMs: 10_000 })));
+    const limits = { ...DEFAULT_LIMITS, rateLimitMax: 0, appendBatchConcurrency: 2, appendBatchMax: 32 };
+    const apps = await Promise.all(handles.map((handle) => buildApp({ db: handle.db, pageTokenKey: TEST_PAGE_TOKEN_KEY, limits })));
+    try {
+      const sessions = await Promise.all(Array.from({ length: 8 }, () => newSession()));
+      const rounds = 12;
+      const before = await Promise.all(apps.map((app) => batchCounts(app)));
+      // Each instance gets every session in every round, the two in opposite orders: batches of
+      // unsorted appends would lock them in opposite orders and deadlock.
+      const responses = await Promise.all(
+        apps.flatMap((app, instance) =>
+          Array.from({ length: rounds }, (_, round) => (instance === 0 ? sessions : [...sessions].reverse()).map((sessionId) => ({ app, sessionId, round, instance }))).flat(),
+        ).map(({ app, sessionId, round, instance }) =>
+          app.inject({
+            method: 'POST',
+            url: eventsUrl(sessionId),
+            headers: { authorization: `Bearer ${t.account.rootCredential.token}` },
+            payload: { author: 'user', actions: { stateDelta: { [`i${instance}r${round}`]: true } } },
+          }),
+        ),
+      );
+      expect(responses.map((res) => res.statusCode)).toEqual(responses.map(() => 201));
+      const after = await Promise.all(apps.map((app) => batchCounts(app)));
+      expect(after.map((counts, i) => counts.reruns - before[i]!.reruns)).toEqual([0, 0]);
+      expect(after.map((counts, i) => counts.batchedAppends - before[i]!.batchedAppends).every((n) => n >= 2)).toBe(true);
+      for (const sessionId of sessions) {
+        const { session, events } = await snapshot(sessionId);
+        expect(events.map((event) => Number(event.seq))).toEqual(Array.from({ length: 2 * rounds }, (_, i) => i + 1));
+        expect(Object.keys(session!.state as object)).toHaveLength(2 * rounds);
+      }
+    } finally {
+      await Promise.all(apps.map((app) => app.close()));
+      await Promise.all(handles.map((handle) => handle.close()));
+    }
+  });
+
+  it('when a batch times out behind a locked session, runs each of its appends alone: only the locked one fails', { timeout: 30_000 }, async () => {
+    const handle = await openDatabase({ kind: 'postgres', url: t.database.pool.options.connectionString!, poolMax: 4, statementTimeoutMs: 500, connectTimeoutMs: 10_000 });
+    const app = await buildApp({ db: handle.db, pageTokenKey: TEST_PAGE_TOKEN_KEY, limits: { ...DEFAULT_LIMITS, rateLimitMax: 0, appendBatchConcurrency: 1 } });
+    // Sessions locked by another transaction, as a long import or a stuck client would hold them.
+    const holder = await t.database.pool.connect();
+    try {
+      const [blocker, locked, ...free] = await Promise.all(Array.from({ length: 8 }, () => newSession()));
+      await holder.query('BEGIN');
+      await holder.query('SELECT 1 FROM sessions WHERE account_id = $1 AND session_id = ANY ($2) FOR UPDATE', [t.account.accountId, [blocker, locked]]);
+      const lockedBefore = await snapshot(locked!);
+      const before = await batchCounts(app);
+      const post = (sessionId: string) =>
+        app.inject({ method: 'POST', url: eventsUrl(sessionId), headers: { authorization: `Bearer ${t.account.rootCredential.token}` }, payload: { author: 'user', actions: { stateDelta: { ok: 1 } } } });
+      // The blocker's call goes out first, alone, and waits for its locked session until the
+      // statement timeout; the others arrive meanwhile and then go out as one batch, which waits
+      // for the other locked session until the timeout cancels it too.
+      const blockerAnswer = post(blocker!);
+      await new Promise((resolve) => setTimeout(resolve, 150));
+      const [lockedAnswer, ...freeAnswers] = await Promise.all([locked!, ...free].map(post));
+      await holder.query('ROLLBACK');
+
+      expect((await blockerAnswer).json().error.code).toBe('ResourceUnavailable.Database');
+      expect(freeAnswers.map((res) => res.statusCode)).toEqual(free.map(() => 201));
+      expect(lockedAnswer!.statusCode).toBe(503);
+      expect(lockedAnswer!.json().error.code).toBe('ResourceUnavailable.Database');
+      expect(await snapshot(locked!)).toEqual(lockedBefore);
+      for (const sessionId of free) expect((await snapshot(sessionId)).events).toHaveLength(1);
+      const after = await batchCounts(app);
+      expect(after.batchedAppends - before.batchedAppends).toBe(free.length + 1);
+      expect(after.reruns - before.reruns).toBe(free.length + 1);
+    } finally {
+      holder.release();
+      await app.close();
+      await handle.close();
+    }
+  });
+});
