@@ -1,7 +1,8 @@
 // Group commit for appends (migrations/0007_append_batches.sql, bench/README.md).
 //
-// An append is one statement, but each statement is also one round trip, one executor start and one
-// commit, and on a busy instance those cost as much as the append's own work. So an instance sends
+// An append is one statement, but each call of it is also one round trip, one top-level statement
+// and one commit (a WAL flush), and on a busy instance those cost as much as the append's own work
+// (bench/README.md, issue 9 stop 18: the profile and the measurements). So an instance sends
 // at most `concurrency` append calls to the database at once; appends that arrive while all of them
 // are out wait, and the next call takes every waiting append (up to `maxBatch`) as one batch:
 // one round trip and one commit for all. Under light load nothing waits and every append goes out
