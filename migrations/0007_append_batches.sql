@@ -3,10 +3,12 @@
 -- append_events_batch(), one round trip and one commit for all of them.
 --
 -- Each append runs in a subtransaction of its own (the BEGIN … EXCEPTION block), so it is still all
--- or nothing by itself: an append that fails (If-Match, a state over the limit, an eventId already
--- stored, a deadlock) is rolled back alone and answered `appended = false`; the service then runs it
--- again by itself through append_events(), which gives it exactly the answer it would have had
--- alone (the replay, 404, 409, 412 or 413). A missing or expired session is `appended = false` too.
+-- or nothing by itself. The answer has a row for each append that was written, under its ordinal
+-- (1-based, in `p_appends` order); an append without a row was not written: it failed (If-Match, a
+-- state over the limit, an eventId already stored, a deadlock) and was rolled back alone, or its
+-- session is missing or expired. The service runs each of those again by itself through
+-- append_events(), which gives it exactly the answer it would have had alone (the replay, 404, 409,
+-- 412 or 413).
 -- A statement timeout or a cancel is not caught here: it ends the whole call, and the service runs
 -- every append of it alone.
 --
@@ -20,7 +22,7 @@
 -- most 32 appends per call (APPEND_BATCH_MAX).
 CREATE FUNCTION append_events_batch(
   p_appends jsonb, p_state_limit integer,
-  OUT ordinal integer, OUT appended boolean,
+  OUT ordinal integer,
   OUT title text, OUT metadata jsonb, OUT state jsonb, OUT memo jsonb, OUT window_start_seq bigint,
   OUT event_count bigint, OUT revision bigint, OUT create_time timestamptz, OUT update_time timestamptz,
   OUT expire_time timestamptz, OUT user_state jsonb, OUT app_state jsonb,
@@ -39,16 +41,12 @@ BEGIN
       FROM append_events(one ->> 'accountId', one ->> 'spaceId', one ->> 'userId', one ->> 'sessionId', one -> 'events',
                          CASE WHEN one ? 'ifMatch' THEN ARRAY(SELECT jsonb_array_elements_text(one -> 'ifMatch')::bigint) END,
                          p_state_limit);
-      appended := FOUND;
+      IF FOUND THEN
+        RETURN NEXT;
+      END IF;
     EXCEPTION WHEN OTHERS THEN
-      appended := false;
+      NULL; -- not written: the service runs it again alone
     END;
-    IF NOT appended THEN
-      title := NULL; metadata := NULL; state := NULL; memo := NULL; window_start_seq := NULL; event_count := NULL;
-      revision := NULL; create_time := NULL; update_time := NULL; expire_time := NULL; user_state := NULL;
-      app_state := NULL; session_bytes := NULL; user_bytes := NULL; app_bytes := NULL;
-    END IF;
-    RETURN NEXT;
   END LOOP;
 END
 $$;

@@ -42,9 +42,9 @@ interface Waiting {
   reject: (error: unknown) => void;
 }
 
+/** A row of append_events_batch(): an append it wrote, by its 1-based place in the batch. */
 interface BatchRow extends AppendedSession {
   ordinal: number;
-  appended: boolean;
 }
 
 const APPEND_EVENTS_BATCH = preparedStatement('append_events_batch', 'SELECT * FROM append_events_batch($1::jsonb, $2)');
@@ -99,7 +99,7 @@ export class AppendBatcher {
     }
     this.stats.batches++;
     this.stats.batchedAppends += batch.length;
-    const written = new Map(rows.filter((row) => row.appended).map((row) => [row.ordinal, row]));
+    const written = new Map(rows.map((row) => [row.ordinal, row]));
     const again: Promise<void>[] = [];
     batch.forEach((waiting, index) => {
       const row = written.get(index + 1);
@@ -140,7 +140,7 @@ function compareKeys(a: SessionKey, b: SessionKey): number {
 
 const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
-function sessionOf({ ordinal: _ordinal, appended: _appended, ...session }: BatchRow): AppendedSession {
+function sessionOf({ ordinal: _ordinal, ...session }: BatchRow): AppendedSession {
   return session;
 }
 
