@@ -42,7 +42,7 @@ import type { AppendBatchCounts } from '../src/lib/metrics-registry.js';
 import type { AppendEventsBody } from '../src/modules/events/events.schemas.js';
 import { type CpuPerOperation, cpuMeter } from './cpu-meter.js';
 import { MINIMAL_SCRIPTS, type MinimalScript, countMinimalEvents, createMinimalSchema, runPgbench } from './minimal-transaction.js';
-import { freePort, rssOfProcess, startServer, stopServer, waitReady } from './server-process.js';
+import { freePort, rssOfProcess, scrapeMetrics, startServer, stopServer, waitReady } from './server-process.js';
 import { createBenchDatabase, percentile, rssMiB } from './support.js';
 import { findPgBouncer, type PrivatePgBouncer, startPrivatePgBouncer } from '../test/support/private-pgbouncer.js';
 
@@ -370,8 +370,8 @@ async function runHttp(bench: Bench, size: number, seconds: number, acknowledged
 
 /** The server's group-commit counters, from its /metrics. */
 async function scrapeBatchCounts(base: string): Promise<AppendBatchCounts> {
-  const text = await (await fetch(`${base}/metrics`)).text();
-  const read = (metric: string) => Number(new RegExp(`^${metric} (\\d+)$`, 'm').exec(text)?.[1] ?? Number.NaN);
+  const sample = await scrapeMetrics(base);
+  const read = (metric: string) => sample(metric) ?? Number.NaN;
   return { batches: read('append_batches_total'), batchedAppends: read('append_batched_appends_total'), rerunAlone: read('append_batch_reruns_total') };
 }
 

@@ -63,3 +63,12 @@ export function rssOfProcess(pid: number): number {
     .find((l) => l.startsWith('VmRSS:'));
   return line ? Number(line.split(/\s+/)[1]) / 1024 : Number.NaN;
 }
+
+/** Scrapes the server's /metrics; the function it answers reads an unlabelled sample, undefined when absent. */
+export async function scrapeMetrics(base: string): Promise<(name: string) => number | undefined> {
+  const text = await (await fetch(`${base}/metrics`)).text();
+  return (name) => {
+    const match = new RegExp(`^${name} ([0-9.e+-]+)$`, 'm').exec(text);
+    return match ? Number(match[1]) : undefined;
+  };
+}

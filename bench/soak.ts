@@ -16,7 +16,7 @@ import pg from 'pg';
 import { openDatabase } from '../src/db/connect.js';
 import { migrateToLatest } from '../src/db/migrate.js';
 import { createAccount } from '../src/modules/accounts/accounts.service.js';
-import { freePort, rssOfProcess, startServer, stopServer, waitReady } from './server-process.js';
+import { freePort, rssOfProcess, scrapeMetrics, startServer, stopServer, waitReady } from './server-process.js';
 import { createBenchDatabase, percentile, rssMiB } from './support.js';
 
 const SECONDS = Number(process.env.BENCH_SOAK_SECONDS ?? 300);
@@ -202,11 +202,7 @@ async function takeSample(second: number, pid: number, monitor: pg.Client, datab
     connections: Number((await monitor.query('SELECT count(*) AS n FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [database])).rows[0].n),
   };
   if (metricsBase) {
-    const text = await (await fetch(`${metricsBase}/metrics`)).text();
-    const gauge = (name: string) => {
-      const match = new RegExp(`^${name} ([0-9.e+-]+)$`, 'm').exec(text);
-      return match ? Number(match[1]) : undefined;
-    };
+    const gauge = await scrapeMetrics(metricsBase);
     const [open, inUse, waiting] = [gauge('db_pool_connections'), gauge('db_pool_connections_in_use'), gauge('db_pool_waiting_clients')];
     if (open !== undefined && inUse !== undefined && waiting !== undefined) sample.pool = { open, inUse, waiting };
     const heap = gauge('nodejs_heap_size_used_bytes');
