@@ -9,6 +9,7 @@ import { DEFAULT_LIMITS } from '../../src/config.js';
 import { openDatabase } from '../../src/db/connect.js';
 import type { JsonObject } from '../../src/db/schema.js';
 import { insertSession } from '../support/fixtures.js';
+import { parsePrometheusText, sampleValue } from '../support/prometheus-text.js';
 import { TEST_PAGE_TOKEN_KEY, createTestApp, type TestApp } from '../support/test-app.js';
 
 // One append call out at a time: whatever arrives meanwhile waits and forms the next batch.
@@ -35,8 +36,8 @@ const append = (sessionId: string, payload: object, headers: Record<string, stri
 
 /** The batcher's counters as /metrics reports them. */
 async function batchCounts(app: FastifyInstance = t.app): Promise<{ batches: number; batchedAppends: number; reruns: number }> {
-  const text = (await app.inject({ method: 'GET', url: '/metrics' })).body;
-  const read = (name: string) => Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(text)?.[1] ?? Number.NaN);
+  const samples = parsePrometheusText((await app.inject({ method: 'GET', url: '/metrics' })).body);
+  const read = (name: string) => sampleValue(samples, name);
   return { batches: read('append_batches_total'), batchedAppends: read('append_batched_appends_total'), reruns: read('append_batch_reruns_total') };
 }
 

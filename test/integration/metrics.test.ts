@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/app.js';
 import { ConfigError, DEFAULT_LIMITS, loadConfig } from '../../src/config.js';
 import { insertSession } from '../support/fixtures.js';
+import { type Sample, parsePrometheusText, sampleValue } from '../support/prometheus-text.js';
 import { createTestApp, type TestApp, TEST_PAGE_TOKEN_KEY } from '../support/test-app.js';
 
 let t: TestApp;
@@ -17,50 +18,11 @@ afterAll(async () => t.close());
 const EVENTS_ROUTE = '/v1/spaces/:spaceId/users/:userId/sessions/:sessionId/events';
 const USER = `metrics-user-${randomUUID()}`;
 
-interface Sample {
-  name: string;
-  labels: Record<string, string>;
-  value: number;
-}
-
-// Prometheus reads values with Go's ParseFloat, which takes NaN and Inf in any case: prom-client
-// writes `Nan` (the event-loop lag before its first sample).
-const SAMPLE_LINE = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (-?[0-9.e+-]+|nan|[+-]inf)$/i;
-const LABEL = /([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"(?:,|$)/gy;
-
-/** Parses the text exposition format strictly: every line is a comment or a sample. */
-function parse(text: string): Sample[] {
-  const samples: Sample[] = [];
-  for (const line of text.split('\n')) {
-    if (line === '' || /^# (HELP|TYPE) [a-zA-Z_:][a-zA-Z0-9_:]* .+$/.test(line)) continue;
-    const match = SAMPLE_LINE.exec(line);
-    if (!match) throw new Error(`not a Prometheus text line: ${line}`);
-    const labels: Record<string, string> = {};
-    const body = match[2] ?? '';
-    LABEL.lastIndex = 0;
-    let consumed = 0;
-    for (let label = LABEL.exec(body); label; label = LABEL.exec(body)) {
-      labels[label[1]!] = label[2]!;
-      consumed = LABEL.lastIndex;
-    }
-    if (consumed !== body.length) throw new Error(`malformed labels: ${line}`);
-    samples.push({ name: match[1]!, labels, value: Number(match[3]) });
-  }
-  return samples;
-}
-
-/** The value of the sample with exactly these labels; 0 when absent (a counter not yet touched). */
-function value(samples: Sample[], name: string, labels: Record<string, string> = {}): number {
-  const wanted = JSON.stringify(Object.entries(labels).sort());
-  const found = samples.find((s) => s.name === name && JSON.stringify(Object.entries(s.labels).sort()) === wanted);
-  return found?.value ?? 0;
-}
-
 async function scrape(app: FastifyInstance = t.app, headers: Record<string, string> = {}) {
   const res = await app.inject({ method: 'GET', url: '/metrics', headers });
   expect(res.statusCode).toBe(200);
   expect(res.headers['content-type']).toBe('text/plain; version=0.0.4; charset=utf-8');
-  return { text: res.body, samples: parse(res.body) };
+  return { text: res.body, samples: parsePrometheusText(res.body) };
 }
 
 const bytes = (value: unknown) => Buffer.byteLength(JSON.stringify(value), 'utf8');
@@ -97,7 +59,7 @@ describe('GET /metrics', () => {
     expect(unmatched.statusCode).toBe(404);
     const { text, samples: after } = await scrape();
 
-    const moved = (name: string, labels: Record<string, string> = {}) => value(after, name, labels) - value(before, name, labels);
+    const moved = (name: string, labels: Record<string, string> = {}) => sampleValue(after, name, labels) - sampleValue(before, name, labels);
     const post = (status: number) => ({ method: 'POST', route: EVENTS_ROUTE, status: String(status) });
     expect(moved('http_requests_total', post(201))).toBe(2);
     expect(moved('http_requests_total', post(200))).toBe(1);
@@ -117,14 +79,14 @@ describe('GET /metrics', () => {
 
     expect(moved('append_requests_total', { outcome: 'appended' })).toBe(2);
     expect(moved('append_requests_total', { outcome: 'replayed' })).toBe(1);
-    expect(value(afterAppend, 'events_appended_total') - value(before, 'events_appended_total')).toBe(2);
+    expect(sampleValue(afterAppend, 'events_appended_total') - sampleValue(before, 'events_appended_total')).toBe(2);
     expect(moved('events_appended_total')).toBe(3); // 2 + the new event of the mixed batch
     expect(moved('events_replayed_total')).toBe(3); // 2 of the pure replay + 1 in the mixed batch
     expect(moved('state_delta_bytes_total')).toBe(bytes({ a: 'x' }) + bytes({ b: 2 }) + bytes({ n: 3, 'user:pref': 'dark' }));
 
     // Observed after each writing append, for each scope its deltas touched.
     const stateMoved = (samples: Sample[], suffix: string, scope: string) =>
-      value(samples, `state_size_bytes_${suffix}`, { scope }) - value(before, `state_size_bytes_${suffix}`, { scope });
+      sampleValue(samples, `state_size_bytes_${suffix}`, { scope }) - sampleValue(before, `state_size_bytes_${suffix}`, { scope });
     expect(stateMoved(afterAppend, 'count', 'session')).toBe(1);
     expect(stateMoved(afterAppend, 'sum', 'session')).toBe(storedBytes('{"a": "x", "b": 2}'));
     expect(stateMoved(after, 'count', 'session')).toBe(2);
@@ -139,22 +101,22 @@ describe('GET /metrics', () => {
     const held = await t.database.pool.connect();
     try {
       const { samples } = await scrape();
-      expect(value(samples, 'db_pool_max_connections')).toBe(max);
-      expect(value(samples, 'db_pool_connections_in_use')).toBeGreaterThanOrEqual(1);
-      expect(value(samples, 'db_pool_connections_in_use') + value(samples, 'db_pool_connections_idle')).toBe(value(samples, 'db_pool_connections'));
-      expect(value(samples, 'db_pool_connections')).toBeLessThanOrEqual(max);
-      expect(value(samples, 'db_pool_waiting_clients')).toBe(0);
+      expect(sampleValue(samples, 'db_pool_max_connections')).toBe(max);
+      expect(sampleValue(samples, 'db_pool_connections_in_use')).toBeGreaterThanOrEqual(1);
+      expect(sampleValue(samples, 'db_pool_connections_in_use') + sampleValue(samples, 'db_pool_connections_idle')).toBe(sampleValue(samples, 'db_pool_connections'));
+      expect(sampleValue(samples, 'db_pool_connections')).toBeLessThanOrEqual(max);
+      expect(sampleValue(samples, 'db_pool_waiting_clients')).toBe(0);
     } finally {
       held.release();
     }
     const { samples } = await scrape();
-    expect(value(samples, 'db_pool_connections_in_use')).toBe(0);
-    expect(value(samples, 'db_pool_connections_idle')).toBeGreaterThanOrEqual(1);
+    expect(sampleValue(samples, 'db_pool_connections_in_use')).toBe(0);
+    expect(sampleValue(samples, 'db_pool_connections_idle')).toBeGreaterThanOrEqual(1);
   });
 
   it('includes the process metrics', async () => {
     const { samples, text } = await scrape();
-    expect(value(samples, 'process_resident_memory_bytes')).toBeGreaterThan(0);
+    expect(sampleValue(samples, 'process_resident_memory_bytes')).toBeGreaterThan(0);
     expect(text).toContain('# TYPE nodejs_eventloop_lag_seconds gauge');
     expect(text).toContain('# TYPE nodejs_gc_duration_seconds histogram');
     expect(text).toContain('# TYPE http_request_duration_seconds histogram');
@@ -182,7 +144,7 @@ describe('a second app in the same process', () => {
     expect(samples.some((s) => s.name.startsWith('db_pool_'))).toBe(false);
     await other.inject({ method: 'GET', url: '/healthz' });
     const again = (await scrape(other, { authorization: `Bearer ${TOKEN}` })).samples;
-    expect(value(again, 'http_requests_total', { method: 'GET', route: '/healthz', status: '200' })).toBe(1);
+    expect(sampleValue(again, 'http_requests_total', { method: 'GET', route: '/healthz', status: '200' })).toBe(1);
   });
 
   it('with METRICS_TOKEN, refuses a scrape without the token', async () => {
