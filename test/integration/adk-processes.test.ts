@@ -4,7 +4,6 @@
 // seq is gap-free and is the order, each turn's events keep their causal order, and the state every
 // turn's tool wrote under its own key is there.
 import { type ChildProcess, spawn } from 'node:child_process';
-import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AdkSessionService } from '../../clients/typescript/src/adk.js';
@@ -20,8 +19,7 @@ let baseUrl: string;
 const children: ChildProcess[] = [];
 beforeAll(async () => {
   t = await createTestApp();
-  await t.app.listen({ port: 0, host: '127.0.0.1' });
-  baseUrl = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
+  baseUrl = await t.app.listen({ port: 0, host: '127.0.0.1' });
 });
 afterAll(async () => {
   for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');

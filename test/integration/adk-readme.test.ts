@@ -4,7 +4,6 @@
 // its own against the server.
 import { execFile } from 'node:child_process';
 import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
@@ -19,8 +18,7 @@ let baseUrl: string;
 let scratch: string;
 beforeAll(async () => {
   t = await createTestApp();
-  await t.app.listen({ port: 0, host: '127.0.0.1' });
-  baseUrl = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
+  baseUrl = await t.app.listen({ port: 0, host: '127.0.0.1' });
   // The package as npm would install it, in a directory of this test's own under node_modules (so
   // that @google/adk resolves as in an application, and the two CI runs side by side never write
   // one dist/ at once): its package.json and its build, by its own tsconfig.

@@ -2,7 +2,6 @@
 // state runs two turns on one Runner; then a brand-new Runner and service object (another
 // instance) continues the same session, and its model gets the earlier turns and the tool's state.
 // The same three turns on ADK's own InMemorySessionService are the reference for what the model sees.
-import type { AddressInfo } from 'node:net';
 import { InMemorySessionService, Runner, type BaseSessionService } from '@google/adk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AdkSessionService } from '../../clients/typescript/src/adk.js';
@@ -13,8 +12,7 @@ let t: TestApp;
 let baseUrl: string;
 beforeAll(async () => {
   t = await createTestApp();
-  await t.app.listen({ port: 0, host: '127.0.0.1' });
-  baseUrl = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
+  baseUrl = await t.app.listen({ port: 0, host: '127.0.0.1' });
 });
 afterAll(async () => t?.close());
 

@@ -1,7 +1,6 @@
 // AdkSessionService (clients/typescript/src/adk*.ts) against the real server over a socket: the
 // contract of ADK's BaseSessionService as its InMemorySessionService tests state it, and where ADK's
 // implementations disagree, what docs/adk.md says this service does.
-import type { AddressInfo } from 'node:net';
 import { type Event, type Session, State, createEvent, createEventActions } from '@google/adk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AdkSessionService } from '../../clients/typescript/src/adk.js';
@@ -13,8 +12,7 @@ let t: TestApp;
 let baseUrl: string;
 beforeAll(async () => {
   t = await createTestApp();
-  await t.app.listen({ port: 0, host: '127.0.0.1' });
-  baseUrl = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
+  baseUrl = await t.app.listen({ port: 0, host: '127.0.0.1' });
 });
 afterAll(async () => t?.close());
 
