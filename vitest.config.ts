@@ -20,11 +20,17 @@ export default defineConfig({
           name: 'integration',
           include: ['test/integration/**/*.test.ts', 'test/property/**/*.test.ts'],
           globalSetup: ['test/support/global-setup.ts'],
+          setupFiles: ['test/support/no-concurrent-client-use.ts'],
         },
       },
       {
         extends: true,
-        test: { name: 'browser', include: ['test/browser/**/*.test.ts'], globalSetup: ['test/support/global-setup.ts'] },
+        test: {
+          name: 'browser',
+          include: ['test/browser/**/*.test.ts'],
+          globalSetup: ['test/support/global-setup.ts'],
+          setupFiles: ['test/support/no-concurrent-client-use.ts'],
+        },
       },
     ],
   },

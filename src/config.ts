@@ -54,9 +54,12 @@ const environmentSchema = z.object({
   DB_POOL_MAX: int(1, 10),
   DB_STATEMENT_TIMEOUT_MS: int(100, 10_000),
   DB_CONNECT_TIMEOUT_MS: int(100, 5_000),
+  // A pooled connection idle this long is closed (the next request opens one); on both backends.
+  DB_POOL_IDLE_TIMEOUT_MS: int(100, 10_000),
   // false behind a pooler that cannot keep prepared statements (PgBouncer before 1.21, or without
   // max_prepared_statements in transaction mode): the per-turn reads are then sent unnamed. With
-  // DATABASE_DIRECT_URL set (a pooler) the default is false; true opts in (PgBouncer 1.21+).
+  // DATABASE_DIRECT_URL set (a pooler) the default is false; true opts in (PgBouncer 1.21+). The
+  // embedded database honours it too (default true).
   DB_PREPARED_STATEMENTS: z.enum(['true', 'false']).optional(),
   MAX_BODY_BYTES: int(1 * KiB, 1 * MiB),
   MAX_EVENT_BYTES: int(1 * KiB, 256 * KiB),
@@ -76,6 +79,10 @@ const environmentSchema = z.object({
   // every append; 1 with the embedded database's single connection). bench/README.md has figures.
   APPEND_BATCH_MAX: z.coerce.number().int().min(1).max(32).default(32),
   APPEND_BATCH_CONCURRENCY: z.coerce.number().int().min(1).max(100).optional(),
+  // The longest a batch waits, in all, for session rows locked elsewhere (migrations/0008): an append
+  // whose session stays locked past it leaves the batch and waits alone, so one locked session holds
+  // back only its own appends.
+  APPEND_BATCH_LOCK_WAIT_MS: z.coerce.number().int().min(1).max(60_000).default(200),
   RATE_LIMIT_MAX: int(0, 1200),
   RATE_LIMIT_WINDOW_MS: int(1000, 60_000),
   // Slow clients (slowloris): a connection is cut off (408) when its headers, or its whole request
@@ -109,6 +116,10 @@ export interface Limits {
   appendBatchMax: number;
   /** Append calls in the database at once per instance. */
   appendBatchConcurrency: number;
+  /** The longest a batch waits, in all, for rows locked elsewhere before those appends leave it. */
+  appendBatchLockWaitMs: number;
+  /** An append queued behind its own session's lock (it left a batch) gives up after this: 503. */
+  appendSessionQueueWaitMs: number;
   /** Requests per credential per window (per instance, or across all with Redis); 0 turns rate limiting off. */
   rateLimitMax: number;
   rateLimitWindowMs: number;
@@ -124,7 +135,7 @@ export interface Config {
   port: number;
   host: string;
   /** The PostgreSQL options are openDatabase's own; embedded mode always has a data directory. */
-  database: Extract<DatabaseOptions, { kind: 'postgres' }> | { kind: 'pglite'; dataDir: string; statementTimeoutMs: number };
+  database: Extract<DatabaseOptions, { kind: 'postgres' }> | (Omit<Extract<DatabaseOptions, { kind: 'pglite' }>, 'snapshot'> & { dataDir: string });
   logLevel: z.infer<typeof environmentSchema>['LOG_LEVEL'];
   rootApiKey: string | undefined;
   /** 32 bytes from CREDENTIAL_MASTER_KEY, or undefined when it is not set. */
@@ -166,6 +177,8 @@ function limitsFrom(env: z.infer<typeof environmentSchema>): Limits {
     listConcurrency: env.LIST_CONCURRENCY ?? Math.max(1, env.DB_POOL_MAX - 2),
     appendBatchMax: env.APPEND_BATCH_MAX,
     appendBatchConcurrency: env.APPEND_BATCH_CONCURRENCY ?? (env.DATABASE_URL ? Math.min(2, env.DB_POOL_MAX) : 1),
+    appendBatchLockWaitMs: env.APPEND_BATCH_LOCK_WAIT_MS,
+    appendSessionQueueWaitMs: env.DB_STATEMENT_TIMEOUT_MS,
     rateLimitMax: env.RATE_LIMIT_MAX,
     rateLimitWindowMs: env.RATE_LIMIT_WINDOW_MS,
     headersTimeoutMs: env.HTTP_HEADERS_TIMEOUT_MS,
@@ -190,6 +203,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   if (e.HTTP_HEADERS_TIMEOUT_MS > e.HTTP_REQUEST_TIMEOUT_MS) {
     throw new ConfigError('Invalid environment:\n  HTTP_HEADERS_TIMEOUT_MS: must be at most HTTP_REQUEST_TIMEOUT_MS (the headers are part of the request)');
   }
+  const preparedStatements = e.DB_PREPARED_STATEMENTS === undefined ? undefined : e.DB_PREPARED_STATEMENTS === 'true';
   return {
     port: e.PORT,
     host: e.HOST,
@@ -201,9 +215,10 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
           poolMax: e.DB_POOL_MAX,
           statementTimeoutMs: e.DB_STATEMENT_TIMEOUT_MS,
           connectTimeoutMs: e.DB_CONNECT_TIMEOUT_MS,
-          preparedStatements: e.DB_PREPARED_STATEMENTS === undefined ? undefined : e.DB_PREPARED_STATEMENTS === 'true',
+          preparedStatements,
+          idleTimeoutMs: e.DB_POOL_IDLE_TIMEOUT_MS,
         }
-      : { kind: 'pglite', dataDir: e.DATA_DIR, statementTimeoutMs: e.DB_STATEMENT_TIMEOUT_MS },
+      : { kind: 'pglite', dataDir: e.DATA_DIR, statementTimeoutMs: e.DB_STATEMENT_TIMEOUT_MS, preparedStatements, idleTimeoutMs: e.DB_POOL_IDLE_TIMEOUT_MS },
     logLevel: e.LOG_LEVEL,
     rootApiKey: e.ROOT_API_KEY,
     credentialMasterKey: e.CREDENTIAL_MASTER_KEY ? Buffer.from(e.CREDENTIAL_MASTER_KEY, 'base64') : undefined,

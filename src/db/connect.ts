@@ -8,8 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Kysely, PostgresDialect, type Transaction } from 'kysely';
 import pg from 'pg';
+import { guardedPool } from './guarded-pool.js';
 import { type Listen, listenOnDedicatedClient, listenOnSinglePool } from './notifications.js';
-import { withPreparedStatements } from './prepared-statements.js';
 import type { DB } from './schema.js';
 
 export type Database = Kysely<DB>;
@@ -30,11 +30,17 @@ export type DatabaseOptions =
       connectTimeoutMs: number;
       /** Send the registered per-turn reads as named statements (default true, false behind a pooler; see prepared-statements.ts). */
       preparedStatements?: boolean | undefined;
+      /** A pooled connection idle this long is closed (default 10 s, pg's). */
+      idleTimeoutMs?: number | undefined;
     }
   | {
       kind: 'pglite';
       dataDir: string | undefined;
       statementTimeoutMs: number;
+      /** As on PostgreSQL (default true): PGlite's one session keeps named statements. */
+      preparedStatements?: boolean | undefined;
+      /** The pool's one connection is closed after this long idle (default 10 s); the next request opens another. */
+      idleTimeoutMs?: number | undefined;
       /** A data directory tarball (PGlite's `dumpDataDir()`) to start from instead of an empty cluster; the tests' migrated snapshot. */
       snapshot?: Blob | undefined;
     };
@@ -73,6 +79,7 @@ export const APPLICATION_NAME = 'agent-session-service';
 // backstop for a server that cannot answer at all.
 const QUERY_TIMEOUT_MARGIN_MS = 2_000;
 const KEEPALIVE_DELAY_MS = 10_000;
+const DEFAULT_IDLE_TIMEOUT_MS = 10_000;
 
 /**
  * A connection that dies emits 'error' on its client. pg-pool listens only while the client is
@@ -114,14 +121,15 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
       connectionTimeoutMillis: options.connectTimeoutMs,
       ...sessionSettings,
       query_timeout: options.statementTimeoutMs + QUERY_TIMEOUT_MARGIN_MS,
+      idleTimeoutMillis: options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS,
       // Detects a peer that vanished without closing the socket (host down, network cut).
       keepAlive: true,
       keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS,
       types,
     });
     keepBrokenClientsFromCrashing(pool);
-    const named = options.preparedStatements ?? !pooled;
-    const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: named ? withPreparedStatements(pool) : pool }) });
+    const namedStatements = options.preparedStatements ?? !pooled;
+    const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: guardedPool(pool, { namedStatements }) }) });
     const directUrl = options.directUrl ?? options.url;
     const listenerClient: pg.ClientConfig = {
       connectionString: directUrl,
@@ -135,11 +143,9 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
     const listen: Listen = (channel, handlers) => listenOnDedicatedClient(channel, handlers, { client: listenerClient });
     const onDirectConnection = async <T>(work: (db: Database) => Promise<T>): Promise<T> => {
       if (!pooled) return work(db);
-      const direct = new Kysely<DB>({
-        dialect: new PostgresDialect({
-          pool: new pg.Pool({ connectionString: directUrl, max: 1, application_name: APPLICATION_NAME, connectionTimeoutMillis: options.connectTimeoutMs, types }),
-        }),
-      });
+      const directPool = new pg.Pool({ connectionString: directUrl, max: 1, application_name: APPLICATION_NAME, connectionTimeoutMillis: options.connectTimeoutMs, types });
+      keepBrokenClientsFromCrashing(directPool);
+      const direct = new Kysely<DB>({ dialect: new PostgresDialect({ pool: guardedPool(directPool, { namedStatements: false }) }) });
       try {
         return await work(direct);
       } finally {
@@ -148,10 +154,10 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
     };
     return { db, kind: 'postgres', pool, listen, onDirectConnection, close: () => db.destroy() };
   }
-  return openPglite(options.dataDir, options.statementTimeoutMs, options.snapshot);
+  return openPglite(options);
 }
 
-async function openPglite(dataDir: string | undefined, statementTimeoutMs: number, snapshot: Blob | undefined): Promise<DatabaseHandle> {
+async function openPglite({ dataDir, statementTimeoutMs, snapshot, preparedStatements, idleTimeoutMs }: Extract<DatabaseOptions, { kind: 'pglite' }>): Promise<DatabaseHandle> {
   const { PGlite } = await import('@electric-sql/pglite');
   const { pg_trgm } = await import('@electric-sql/pglite/contrib/pg_trgm');
   const { PGLiteSocketServer } = await import('@electric-sql/pglite-socket');
@@ -162,22 +168,33 @@ async function openPglite(dataDir: string | undefined, statementTimeoutMs: numbe
   const server = new PGLiteSocketServer({ db: pglite, path: join(socketDir, '.s.PGSQL.5432') });
   await server.start();
 
+  // Every connection lands on the same PGlite session, which keeps what earlier connections left in
+  // it (pglite-socket rolls back an open transaction when a connection goes, nothing more): named
+  // statements above all, which the new connection's pg client does not know of and would prepare
+  // again ("already exists"). So a new connection starts by clearing the session, then listens.
   const pool = new pg.Pool({
     host: socketDir,
     port: 5432,
     user: 'postgres',
     database: 'postgres',
     max: 1,
-    statement_timeout: statementTimeoutMs,
+    idleTimeoutMillis: idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS,
     types,
+    onConnect: async (client) => {
+      await client.query('DEALLOCATE ALL');
+      await client.query('UNLISTEN *');
+      await client.query(`SET statement_timeout = ${Math.trunc(statementTimeoutMs)}`);
+      await listener.onConnect(client); // set below, before any connection opens
+    },
   });
   keepBrokenClientsFromCrashing(pool);
-  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: withPreparedStatements(pool) }) });
+  const listener = listenOnSinglePool(pool);
+  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: guardedPool(pool, { namedStatements: preparedStatements ?? true }) }) });
   return {
     db,
     kind: 'pglite',
     pool,
-    listen: listenOnSinglePool(pool),
+    listen: listener.listen,
     onDirectConnection: (work) => work(db),
     async close() {
       await db.destroy();

@@ -1,4 +1,6 @@
 // Database failures that mean "not available right now" rather than "this request is wrong".
+import { ConnectionStateError } from './guarded-pool.js';
+
 const UNAVAILABLE_SQLSTATES = new Set([
   '57P01', // admin_shutdown
   '57P02', // crash_shutdown
@@ -7,6 +9,7 @@ const UNAVAILABLE_SQLSTATES = new Set([
   '55P03', // lock_not_available (lock_timeout)
   '57014', // query_canceled (statement_timeout)
   '25P03', // idle_in_transaction_session_timeout
+  '25P02', // in_failed_sql_transaction: a connection left inside an aborted transaction (guarded-pool.ts destroys it)
 ]);
 const UNAVAILABLE_NODE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EPIPE', 'EAI_AGAIN', 'ENOENT', 'EHOSTUNREACH', 'ENETUNREACH']);
 
@@ -20,7 +23,11 @@ const UNAVAILABLE_MESSAGES =
 
 export function isDatabaseUnavailable(error: unknown, depth = 0): boolean {
   if (!(error instanceof Error) || depth > 3) return false;
-  const code = (error as { code?: unknown }).code;
+  if (error instanceof ConnectionStateError) return true;
+  const { code, severity } = error as { code?: unknown; severity?: unknown };
+  // FATAL ends the database session: refused at connect (not accepting connections, too many,
+  // authentication) or terminated. Whatever the code, the request can only be retried.
+  if (severity === 'FATAL' || severity === 'PANIC') return true;
   if (typeof code === 'string') {
     if (code.startsWith('08') || UNAVAILABLE_SQLSTATES.has(code) || UNAVAILABLE_NODE_CODES.has(code)) return true;
   }

@@ -124,28 +124,46 @@ export function listenOnDedicatedClient(channel: string, handlers: NotificationH
   };
 }
 
+/** The PGlite side: `listen` for subscribers, `onConnect` for the pool to call on each new connection. */
+export interface SingleSessionListener {
+  listen: Listen;
+  /**
+   * LISTENs on a new connection for every subscribed channel, before it serves anything: pg-pool's
+   * onConnect hook awaits it, so no statement of the pool runs on the connection first.
+   */
+  onConnect(client: pg.ClientBase): Promise<void>;
+}
+
 /**
- * PGlite: LISTEN on the pool's one connection, again on each new connection (the session keeps
- * it, but costs nothing to repeat). While no connection exists no statement runs, so nothing can
- * be missed; a connection that ends still counts as lost, to be safe, until the next one listens.
+ * PGlite: LISTEN on the pool's one connection, again on each new connection (the session may keep
+ * it, but a repeat costs nothing). A notification comes back inside the answer to the statement
+ * that committed it, so one is missed only when a connection ends with a statement unanswered (an
+ * error, a destroyed connection); the pool closing an idle connection misses nothing (no statement
+ * runs until the next connection listens), and is not a loss.
  */
-export function listenOnSinglePool(pool: pg.Pool): Listen {
+export function listenOnSinglePool(pool: pg.Pool): SingleSessionListener {
   const subscribers = new Map<string, Set<NotificationHandlers>>();
   const each = (channel: string, call: (handlers: NotificationHandlers) => void) => subscribers.get(channel)?.forEach(call);
-  const listenOn = (client: pg.PoolClient | pg.Pool, channel: string) =>
-    client.query(`LISTEN ${quoted(channel)}`).then(
-      () => each(channel, (handlers) => handlers.onListening()),
-      (error: Error) => each(channel, (handlers) => handlers.onLost(error)),
-    );
+  const everyone = (call: (handlers: NotificationHandlers) => void) => subscribers.forEach((_, channel) => each(channel, call));
+  let lost = false;
 
-  pool.on('connect', (client) => {
+  const onConnect = async (client: pg.ClientBase) => {
+    let failed: Error | undefined;
+    client.on('error', (error: Error) => (failed = error));
     client.on('notification', (message) => each(message.channel, (handlers) => handlers.onNotification(message.payload ?? '')));
-    client.on('end', () => subscribers.forEach((_, channel) => each(channel, (handlers) => handlers.onLost(undefined))));
-    // Queued ahead of the statement the connection was opened for.
-    for (const channel of subscribers.keys()) void listenOn(client, channel);
-  });
+    client.on('end', () => {
+      const unanswered = (client as { readyForQuery?: boolean }).readyForQuery !== true;
+      if (!failed && !unanswered) return;
+      lost = true;
+      everyone((handlers) => handlers.onLost(failed));
+    });
+    for (const channel of subscribers.keys()) await client.query(`LISTEN ${quoted(channel)}`);
+    if (!lost) return;
+    lost = false;
+    everyone((handlers) => handlers.onListening());
+  };
 
-  return (channel, handlers) => {
+  const listen: Listen = (channel, handlers) => {
     const forChannel = subscribers.get(channel) ?? new Set();
     subscribers.set(channel, forChannel);
     forChannel.add(handlers);
@@ -164,4 +182,5 @@ export function listenOnSinglePool(pool: pg.Pool): Listen {
       },
     };
   };
+  return { listen, onConnect };
 }

@@ -10,9 +10,7 @@
 // PostgreSQL, PGlite (one connection) and PgBouncer 1.21+ in transaction mode with
 // max_prepared_statements > 0 (it prepares them on whichever server connection it hands out) all
 // give. Behind a pooler that cannot, DB_PREPARED_STATEMENTS=false sends every statement unnamed.
-import type { PostgresPool, PostgresPoolClient } from 'kysely';
-import type pg from 'pg';
-
+// The pool (guarded-pool.ts) sends the registered texts as named statements.
 const namesByText = new Map<string, string>();
 
 /** Registers `text` under `name` and returns it, for a repository's statement constant. */
@@ -24,28 +22,5 @@ export function preparedStatement(name: string, text: string): string {
   return text;
 }
 
-/**
- * The pool as Kysely's PostgresDialect sees it, sending the registered texts as named statements.
- * Everything else (other statements, cursors) goes to pg unchanged.
- */
-export function withPreparedStatements(pool: pg.Pool): PostgresPool {
-  // One wrapper per pg client: Kysely keeps its connection objects by client identity.
-  const wrappers = new WeakMap<pg.PoolClient, PostgresPoolClient>();
-  const wrap = (client: pg.PoolClient): PostgresPoolClient => {
-    const query = (first: unknown, parameters?: readonly unknown[]) => {
-      const name = typeof first === 'string' ? namesByText.get(first) : undefined;
-      if (name !== undefined) return client.query({ name, text: first as string, values: parameters as unknown[] });
-      return (client.query as (...args: unknown[]) => unknown)(first, ...(parameters === undefined ? [] : [parameters]));
-    };
-    return { query: query as PostgresPoolClient['query'], release: (destroy?: boolean) => client.release(destroy) };
-  };
-  return {
-    async connect() {
-      const client = await pool.connect();
-      let wrapper = wrappers.get(client);
-      if (!wrapper) wrappers.set(client, (wrapper = wrap(client)));
-      return wrapper;
-    },
-    end: () => pool.end(),
-  };
-}
+/** The name `text` is registered under, or undefined for a statement sent unnamed. */
+export const registeredStatementName = (text: string): string | undefined => namesByText.get(text);

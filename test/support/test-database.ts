@@ -12,11 +12,11 @@ export interface TestDatabase extends DatabaseHandle {
   dispose(): Promise<void>;
 }
 
-export async function createTestDatabase(options: { poolMax?: number } = {}): Promise<TestDatabase> {
+export async function createTestDatabase(options: { poolMax?: number; idleTimeoutMs?: number } = {}): Promise<TestDatabase> {
   const backend = inject('testBackend');
   if (backend.kind === 'pglite') {
     const snapshot = new Blob([await readFile(backend.snapshot)]);
-    const handle = await openDatabase({ kind: 'pglite', dataDir: undefined, statementTimeoutMs: 60_000, snapshot });
+    const handle = await openDatabase({ kind: 'pglite', dataDir: undefined, statementTimeoutMs: 60_000, snapshot, idleTimeoutMs: options.idleTimeoutMs });
     return { ...handle, dispose: () => handle.close() };
   }
   const name = `ass_test_${randomBytes(6).toString('hex')}`;
@@ -27,6 +27,7 @@ export async function createTestDatabase(options: { poolMax?: number } = {}): Pr
     poolMax: options.poolMax ?? 10,
     statementTimeoutMs: 60_000,
     connectTimeoutMs: 10_000,
+    idleTimeoutMs: options.idleTimeoutMs,
   });
   return {
     ...handle,

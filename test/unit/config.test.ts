@@ -20,7 +20,7 @@ describe('loadConfig', () => {
     expect(config).toEqual({
       port: 8080,
       host: '0.0.0.0',
-      database: { kind: 'pglite', dataDir: './data', statementTimeoutMs: 10_000 },
+      database: { kind: 'pglite', dataDir: './data', statementTimeoutMs: 10_000, idleTimeoutMs: 10_000 },
       logLevel: 'info',
       rootApiKey: undefined,
       limits: DEFAULT_LIMITS,
@@ -41,6 +41,8 @@ describe('loadConfig', () => {
       listConcurrency: 8,
       appendBatchMax: 32,
       appendBatchConcurrency: 1,
+      appendBatchLockWaitMs: 200,
+      appendSessionQueueWaitMs: 10_000,
       rateLimitMax: 1200,
       rateLimitWindowMs: 60_000,
       headersTimeoutMs: 10_000,
@@ -54,6 +56,14 @@ describe('loadConfig', () => {
     expect(config.database).toMatchObject({ kind: 'postgres', url: 'postgres://app@pgbouncer:6432/sessions', directUrl: 'postgres://app@db:5432/sessions' });
     expect(() => loadConfig({ DATABASE_DIRECT_URL: 'postgres://app@db:5432/sessions' })).toThrow(/DATABASE_DIRECT_URL: needs DATABASE_URL/);
     expect(() => loadConfig({ DATABASE_URL: 'postgres://a@b/c', DATABASE_DIRECT_URL: 'mysql://db/sessions' })).toThrow(/DATABASE_DIRECT_URL: must be a postgres:\/\/ or postgresql:\/\/ URL/);
+  });
+
+  it('reads the pool idle timeout for both backends and the batches\' lock-wait budget, and names bad values', () => {
+    expect(loadConfig({ DB_POOL_IDLE_TIMEOUT_MS: '500' }).database).toMatchObject({ kind: 'pglite', idleTimeoutMs: 500 });
+    expect(loadConfig({ DATABASE_URL: 'postgres://a@b/c', DB_POOL_IDLE_TIMEOUT_MS: '500' }).database).toMatchObject({ kind: 'postgres', idleTimeoutMs: 500 });
+    expect(loadConfig({ APPEND_BATCH_LOCK_WAIT_MS: '50', DB_STATEMENT_TIMEOUT_MS: '2000' }).limits).toMatchObject({ appendBatchLockWaitMs: 50, appendSessionQueueWaitMs: 2000 });
+    expect(() => loadConfig({ DB_POOL_IDLE_TIMEOUT_MS: '10' })).toThrow(/DB_POOL_IDLE_TIMEOUT_MS/);
+    expect(() => loadConfig({ APPEND_BATCH_LOCK_WAIT_MS: '0' })).toThrow(/APPEND_BATCH_LOCK_WAIT_MS/);
   });
 
   it('takes REDIS_URL with a default key prefix, and names a bad one', () => {
@@ -71,6 +81,7 @@ describe('loadConfig', () => {
       poolMax: 4,
       statementTimeoutMs: 2500,
       connectTimeoutMs: 5_000,
+      idleTimeoutMs: 10_000,
     });
     expect(loadConfig({ DATABASE_URL: 'postgresql://app@db/sessions' }).database.kind).toBe('postgres');
   });
@@ -80,6 +91,8 @@ describe('loadConfig', () => {
     expect(loadConfig({ DATABASE_URL: url, DB_PREPARED_STATEMENTS: 'false' }).database).toMatchObject({ preparedStatements: false });
     expect(loadConfig({ DATABASE_URL: url, DB_PREPARED_STATEMENTS: 'true' }).database).toMatchObject({ preparedStatements: true });
     expect(loadConfig({ DATABASE_URL: url }).database).not.toHaveProperty('preparedStatements', false);
+    // The embedded database honours it too.
+    expect(loadConfig({ DB_PREPARED_STATEMENTS: 'false' }).database).toMatchObject({ kind: 'pglite', preparedStatements: false });
     expect(() => loadConfig({ DATABASE_URL: url, DB_PREPARED_STATEMENTS: 'no' })).toThrow(/DB_PREPARED_STATEMENTS/);
   });
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { isDatabaseUnavailable } from '../../src/db/errors.js';
+import { ConnectionStateError } from '../../src/db/guarded-pool.js';
 
 const withCode = (message: string, code: string) => Object.assign(new Error(message), { code });
 
@@ -12,6 +13,9 @@ describe('isDatabaseUnavailable', () => {
     ['server shutting down', withCode('terminating connection due to administrator command', '57P01')],
     ['idle-in-transaction timeout', withCode('terminating connection due to idle-in-transaction timeout', '25P03')],
     ['statement timeout', withCode('canceling statement due to statement timeout', '57014')],
+    ['a connection left in an aborted transaction', withCode('current transaction is aborted, commands ignored until end of transaction block', '25P02')],
+    ['a statement that ran inside a transaction it did not begin', new ConnectionStateError()],
+    ['refused at connect', Object.assign(withCode('database "x" is not currently accepting connections', '55000'), { severity: 'FATAL' })],
     ['socket closed under a query', new Error('Connection terminated unexpectedly')],
     ['broken client asked for ROLLBACK', new Error('Client has encountered a connection error and is not queryable')],
     ['closed client', new Error('Client was closed and is not queryable')],

@@ -1,0 +1,109 @@
+// The pool as Kysely sees it, with one promise added: a connection whose state is not known is never
+// handed out again, and a statement that should have committed on its own is answered only once the
+// server said it did.
+//
+// Why: pg gives a query up after its client-side read timeout, but the statement stays in flight on
+// the connection. Returned to the pool as it was, the connection could later sit inside a
+// transaction whose BEGIN the server answered late (a stalled backend, a pooler queueing the BEGIN),
+// and the next append on it would run inside that transaction: answered with its seq, never
+// committed, rolled back when the server ends the idle transaction (issue 19). So each checkout is
+// watched, and on release the connection is destroyed instead of kept when
+// - a statement failed without a server's answer (read timeout, lost socket, protocol error),
+// - a statement failed with 25P02 (it ran inside a transaction already aborted),
+// - BEGIN, COMMIT or ROLLBACK failed, or
+// - the server's last ReadyForQuery did not say "idle" (outside any transaction), or a statement
+//   is still waiting for its answer.
+// And a statement sent outside a transaction this checkout began must leave the connection idle:
+// if the server says it is still inside a transaction, the statement did not commit, and the caller
+// gets ConnectionStateError (unavailable, retry) instead of its rows.
+import type { PostgresPool, PostgresPoolClient } from 'kysely';
+import type pg from 'pg';
+import { registeredStatementName } from './prepared-statements.js';
+
+/** A statement's answer came from a connection inside a transaction it did not begin: nothing it wrote is committed. */
+export class ConnectionStateError extends Error {
+  override name = 'ConnectionStateError';
+  constructor() {
+    super('The database connection was inside a transaction it did not begin; the statement did not commit.');
+  }
+}
+
+// in_failed_sql_transaction: the connection carries an aborted transaction someone else began.
+const FAILED_TRANSACTION = '25P02';
+// The statements Kysely sends to open and close a transaction ("rollback to <savepoint>" is not one).
+const TRANSACTION_START = /^\s*(begin|start\s+transaction)\b/i;
+const TRANSACTION_END = /^\s*(commit|end|abort|rollback)\s*(work|transaction)?\s*;?\s*$/i;
+
+/** pg's client, with the two facts about its connection that pg tracks but does not type. */
+type WatchedClient = pg.PoolClient & { readyForQuery?: boolean; getTransactionStatus?: () => string | null };
+
+/** True when the server's last word was "idle, outside a transaction" and nothing is in flight. */
+export function isIdleConnection(client: pg.ClientBase): boolean {
+  const watched = client as WatchedClient;
+  return watched.readyForQuery === true && watched.getTransactionStatus?.() === 'I';
+}
+
+export interface GuardedPoolOptions {
+  /** Send the texts registered with preparedStatement() as named statements (prepared-statements.ts). */
+  namedStatements: boolean;
+}
+
+export function guardedPool(pool: pg.Pool, { namedStatements }: GuardedPoolOptions): PostgresPool {
+  // One watcher per pg client, reset at each checkout: Kysely keeps its connection objects by the
+  // identity of what connect() returns.
+  const watchers = new WeakMap<pg.PoolClient, CheckoutWatcher>();
+  return {
+    async connect() {
+      const client = (await pool.connect()) as WatchedClient;
+      let watcher = watchers.get(client);
+      if (!watcher) watchers.set(client, (watcher = new CheckoutWatcher(client, namedStatements)));
+      watcher.reset();
+      return watcher;
+    },
+    end: () => pool.end(),
+  };
+}
+
+class CheckoutWatcher implements PostgresPoolClient {
+  private stateUnknown = false;
+  private insideOwnTransaction = false;
+
+  constructor(
+    private readonly client: WatchedClient,
+    private readonly namedStatements: boolean,
+  ) {}
+
+  reset(): void {
+    this.stateUnknown = false;
+    this.insideOwnTransaction = false;
+  }
+
+  // Kysely calls query(text, parameters) only; the overloads of PostgresPoolClient are its typing.
+  query = (async (text: string, parameters?: readonly unknown[]) => {
+    const control = TRANSACTION_START.test(text) || TRANSACTION_END.test(text);
+    let result: pg.QueryResult;
+    try {
+      result = await this.send(text, parameters);
+    } catch (error) {
+      const code = (error as { code?: unknown }).code;
+      if (control || typeof code !== 'string' || code === FAILED_TRANSACTION) this.stateUnknown = true;
+      throw error;
+    }
+    if (control) this.insideOwnTransaction = TRANSACTION_START.test(text);
+    else if (!this.insideOwnTransaction && this.client.getTransactionStatus?.() !== 'I') {
+      this.stateUnknown = true;
+      throw new ConnectionStateError();
+    }
+    return result;
+  }) as unknown as PostgresPoolClient['query'];
+
+  release(discard?: boolean): void {
+    this.client.release(Boolean(discard) || this.stateUnknown || !isIdleConnection(this.client));
+  }
+
+  private send(text: string, parameters: readonly unknown[] | undefined): Promise<pg.QueryResult> {
+    const name = this.namedStatements ? registeredStatementName(text) : undefined;
+    const values = parameters as unknown[] | undefined;
+    return name !== undefined ? this.client.query({ name, text, values }) : this.client.query(text, values);
+  }
+}
