@@ -8,11 +8,13 @@ import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fast
 import type { Limits } from './config.js';
 import type { Database } from './db/connect.js';
 import { startEventFeed } from './db/event-feed.js';
+import { pingDatabase } from './db/ping.js';
 import { registerAuthentication } from './http/auth.js';
 import { registerAuthorization } from './http/authorization.js';
 import { registerBodyNestingLimit } from './http/body-nesting.js';
 import { clientErrorHandler, registerShutdownRefusal } from './http/connection-errors.js';
 import { registerConsole } from './http/console.js';
+import { trackDatabaseOutage } from './http/database-outage.js';
 import { registerErrorHandling, renderFrameworkError } from './http/error-handler.js';
 import { metricsRoutes, registerMetrics } from './http/metrics.js';
 import { openapiTransformObject } from './http/openapi-document.js';
@@ -23,7 +25,7 @@ import type { PoolStats } from './lib/metrics-registry.js';
 import { PageTokens } from './lib/page-token.js';
 import { createSemaphore } from './lib/semaphore.js';
 import { authenticate } from './modules/accounts/accounts.service.js';
-import { useAppendBatching } from './modules/events/append-batcher.js';
+import { batchingOptions, useAppendBatching } from './modules/events/append-batcher.js';
 import type { ListeningCredentialCache } from './modules/accounts/credential-cache-listener.js';
 import { healthRoutes } from './modules/health/health.routes.js';
 import { findSpaceOrThrow } from './modules/spaces/space-lookup.js';
@@ -65,6 +67,7 @@ export interface BuildAppOptions {
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+const OUTAGE_PROBE_TIMEOUT_MS = 1_000;
 
 export async function buildApp({
   db,
@@ -117,10 +120,12 @@ export async function buildApp({
   app.removeContentTypeParser('text/plain');
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
-  registerErrorHandling(app);
+  const databaseOutage = trackDatabaseOutage({ probe: () => pingDatabase(db, OUTAGE_PROBE_TIMEOUT_MS), logger: app.log });
+  app.addHook('onClose', async () => databaseOutage.close());
+  registerErrorHandling(app, { databaseOutage });
   registerRequestLogging(app);
   registerShutdownRefusal(app);
-  const appendBatcher = useAppendBatching(db, { maxBatch: limits.appendBatchMax, concurrency: limits.appendBatchConcurrency, stateLimit: limits.stateBytes });
+  const appendBatcher = useAppendBatching(db, batchingOptions(limits));
   const metrics = registerMetrics(app, { pool, appendBatches: appendBatcher.stats });
   registerBodyNestingLimit(app);
   registerRequestTextRules(app);

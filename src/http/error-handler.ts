@@ -3,6 +3,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from 'fastify-type-provider-zod';
 import { isDatabaseUnavailable } from '../db/errors.js';
 import { AppError, type ErrorCode, type ParameterIssue } from '../errors.js';
+import type { DatabaseOutage } from './database-outage.js';
 
 const RETRY_AFTER_SECONDS = '2';
 
@@ -13,12 +14,21 @@ const RETRY_AFTER_SECONDS = '2';
  */
 export const UNSTORABLE_VALUE_MESSAGE = 'A value in the request cannot be stored (the database refused it as data).';
 
-export function registerErrorHandling(app: FastifyInstance): void {
+export interface ErrorHandlingOptions {
+  /** Told of every request answered 503 ResourceUnavailable.Database (database-outage.ts logs the outage once). */
+  databaseOutage?: DatabaseOutage | undefined;
+}
+
+export function registerErrorHandling(app: FastifyInstance, { databaseOutage }: ErrorHandlingOptions = {}): void {
   app.setErrorHandler((error, request, reply) => {
     const appError = toAppError(error as FastifyError, request.routeOptions.bodyLimit);
     // A request refused during the shutdown drain is expected, not a failure of this instance.
     if (appError.code === 'ResourceUnavailable.ShuttingDown') request.log.info({ code: appError.code }, 'request refused: shutting down');
-    else if (appError.status >= 500) request.log.error({ err: error, code: appError.code }, 'request failed');
+    else if (appError.code === 'ResourceUnavailable.Database') {
+      // During an outage every request gets here: the outage is logged once, each request at debug, no stack.
+      request.log.debug({ code: appError.code, reason: (error as Error).message }, 'request refused: database unavailable');
+      databaseOutage?.requestRefused();
+    } else if (appError.status >= 500) request.log.error({ err: error, code: appError.code }, 'request failed');
     else if (appError.message === UNSTORABLE_VALUE_MESSAGE) request.log.warn({ err: error }, 'a value reached the database unvalidated');
     return sendError(request, reply, appError);
   });

@@ -150,7 +150,9 @@ describe.runIf(inject('testBackend').kind === 'postgres')('group commit on two i
   it('batches of two instances lock the same sessions in one order: no deadlock, no rerun, seq 1..n', { timeout: 60_000 }, async () => {
     const url = t.database.pool.options.connectionString!;
     const handles = await Promise.all([1, 2].map(() => openDatabase({ kind: 'postgres', url, poolMax: 4, statementTimeoutMs: 30_000, connectTimeoutMs: 10_000 })));
-    const limits = { ...DEFAULT_LIMITS, rateLimitMax: 0, appendBatchConcurrency: 2, appendBatchMax: 32 };
+    // Batches wait for each other's locks as long as they need (no lock-wait budget): a rerun here
+    // can only be a deadlock the detector broke.
+    const limits = { ...DEFAULT_LIMITS, rateLimitMax: 0, appendBatchConcurrency: 2, appendBatchMax: 32, appendBatchLockWaitMs: 30_000 };
     const apps = await Promise.all(handles.map((handle) => buildApp({ db: handle.db, pageTokenKey: TEST_PAGE_TOKEN_KEY, limits })));
     try {
       const sessions = await Promise.all(Array.from({ length: 8 }, () => newSession()));
@@ -185,9 +187,10 @@ describe.runIf(inject('testBackend').kind === 'postgres')('group commit on two i
     }
   });
 
-  it('when a batch times out behind a locked session, runs each of its appends alone: only the locked one fails', { timeout: 30_000 }, async () => {
+  it('when a batch is cancelled by the statement timeout behind a locked session, runs each of its appends alone: only the locked one fails', { timeout: 30_000 }, async () => {
     const handle = await openDatabase({ kind: 'postgres', url: t.database.pool.options.connectionString!, poolMax: 4, statementTimeoutMs: 500, connectTimeoutMs: 10_000 });
-    const app = await buildApp({ db: handle.db, pageTokenKey: TEST_PAGE_TOKEN_KEY, limits: { ...DEFAULT_LIMITS, rateLimitMax: 0, appendBatchConcurrency: 1 } });
+    const app = await buildApp({ db: handle.db, pageTokenKey: TEST_PAGE_TOKEN_KEY, limits: { ...DEFAULT_LIMITS, rateLimitMax: 0, appendBatchConcurrency: 1, appendBatchLockWaitMs: 10_000 } });
+    // A lock-wait budget longer than the statement timeout: the timeout cancels the whole batch first.
     // Sessions locked by another transaction, as a long import or a stuck client would hold them.
     const holder = await t.database.pool.connect();
     try {
@@ -215,6 +218,46 @@ describe.runIf(inject('testBackend').kind === 'postgres')('group commit on two i
       const after = await batchCounts(app);
       expect(after.batchedAppends - before.batchedAppends).toBe(free.length + 1);
       expect(after.reruns - before.reruns).toBe(free.length + 1);
+    } finally {
+      holder.release();
+      await app.close();
+      await handle.close();
+    }
+  });
+
+  it('when a session of a batch stays locked, only its append leaves the batch: the batch writes the others at once', { timeout: 30_000 }, async () => {
+    const handle = await openDatabase({ kind: 'postgres', url: t.database.pool.options.connectionString!, poolMax: 4, statementTimeoutMs: 2_000, connectTimeoutMs: 10_000 });
+    const app = await buildApp({ db: handle.db, pageTokenKey: TEST_PAGE_TOKEN_KEY, limits: { ...DEFAULT_LIMITS, rateLimitMax: 0, appendBatchConcurrency: 1, appendSessionQueueWaitMs: 500 } });
+    const holder = await t.database.pool.connect();
+    try {
+      const [blocker, locked, ...free] = await Promise.all(Array.from({ length: 8 }, () => newSession()));
+      await holder.query('BEGIN');
+      await holder.query('SELECT 1 FROM sessions WHERE account_id = $1 AND session_id = ANY ($2) FOR UPDATE', [t.account.accountId, [blocker, locked]]);
+      const lockedBefore = await snapshot(locked!);
+      const before = await batchCounts(app);
+      const post = (sessionId: string) =>
+        app.inject({ method: 'POST', url: eventsUrl(sessionId), headers: { authorization: `Bearer ${t.account.rootCredential.token}` }, payload: { author: 'user', actions: { stateDelta: { ok: 1 } } } });
+      // The blocker's call goes out alone and waits for its lock; the others arrive meanwhile and
+      // go out as one batch, which gives up on the locked session after the lock-wait budget.
+      const blockerAnswer = post(blocker!);
+      await new Promise((resolve) => setTimeout(resolve, 150));
+      const answers = [locked!, ...free].map(post);
+      // Answered while the other session is still locked: the batch did not wait for it.
+      const freeAnswers = await Promise.all(answers.slice(1));
+      const lockedAnswer = await answers[0]!;
+      await holder.query('ROLLBACK');
+
+      expect(freeAnswers.map((res) => res.statusCode)).toEqual(free.map(() => 201));
+      // Queued behind its session for longer than appendSessionQueueWaitMs: refused unsent.
+      expect(lockedAnswer.statusCode).toBe(503);
+      expect(lockedAnswer.json().error.code).toBe('ResourceUnavailable.Database');
+      expect(lockedAnswer.headers['retry-after']).toBeDefined();
+      expect((await blockerAnswer).json().error.code).toBe('ResourceUnavailable.Database');
+      expect(await snapshot(locked!)).toEqual(lockedBefore);
+      for (const sessionId of free) expect((await snapshot(sessionId)).events).toHaveLength(1);
+      const after = await batchCounts(app);
+      expect(after.batchedAppends - before.batchedAppends).toBe(free.length + 1);
+      expect(after.reruns - before.reruns).toBe(1);
     } finally {
       holder.release();
       await app.close();

@@ -38,6 +38,8 @@ export interface PgBouncerOptions {
   connectQuery?: string;
   /** max_prepared_statements (PgBouncer 1.21+ only); left out when undefined. */
   maxPreparedStatements?: number;
+  /** More `[pgbouncer]` settings, e.g. { server_login_retry: 1 } (bench/pgbouncer-recovery.ts). */
+  settings?: Record<string, string | number>;
 }
 
 /** Where the pgbouncer binary is, or undefined (the Debian package `pgbouncer` installs /usr/sbin/pgbouncer). */
@@ -90,6 +92,7 @@ export async function startPrivatePgBouncer(options: PgBouncerOptions): Promise<
     // Without it PgBouncer refuses a client that sends one; the service sends none (see connect.ts).
     'ignore_startup_parameters =',
     ...(options.maxPreparedStatements !== undefined ? [`max_prepared_statements = ${options.maxPreparedStatements}`] : []),
+    ...Object.entries(options.settings ?? {}).map(([name, value]) => `${name} = ${value}`),
     '',
   ].join('\n');
   await writeFile(join(directory, 'pgbouncer.ini'), ini, { mode: 0o600 });

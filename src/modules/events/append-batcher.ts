@@ -17,10 +17,21 @@
 //
 // What never joins a batch: appends that write user: or app: state (they lock shared rows, and
 // batches must hold session rows only, taken in key order, so that two batches cannot deadlock).
+//
+// A locked session holds back only its own appends (issue 19). A batch waits for rows locked
+// elsewhere for at most `lockWaitMs` in all (migrations/0008); an append still waiting then leaves
+// the batch. Every append run again alone goes through its session's queue, outside the batch
+// slots: one call at a time per session, and while a session has a queue its new appends join that
+// queue instead of the next batch, so a session that stays locked occupies one connection, not the
+// batches of everyone else. An append that waited in such a queue longer than `sessionQueueWaitMs`
+// is answered 503 without being sent.
 import { CompiledQuery } from 'kysely';
+import type { Limits } from '../../config.js';
 import type { Database } from '../../db/connect.js';
+import { ConnectionStateError } from '../../db/guarded-pool.js';
 import type { SessionKey } from '../../db/keys.js';
 import { preparedStatement } from '../../db/prepared-statements.js';
+import { AppError } from '../../errors.js';
 import type { AppendBatchCounts } from '../../lib/metrics-registry.js';
 import type { EventDocument } from './append-plan.js';
 import { type AppendedSession, appendInDatabase } from './append.repository.js';
@@ -32,12 +43,27 @@ export interface AppendBatcherOptions {
   concurrency: number;
   /** The state size limit every append of this instance is held to. */
   stateLimit: number;
+  /** The longest a batch waits, in all, for session rows locked elsewhere. */
+  lockWaitMs: number;
+  /** The longest an append waits in its session's queue before it is answered 503 unsent. */
+  sessionQueueWaitMs: number;
 }
+
+/** The batcher an instance with these limits runs. */
+export const batchingOptions = (limits: Limits): AppendBatcherOptions => ({
+  maxBatch: limits.appendBatchMax,
+  concurrency: limits.appendBatchConcurrency,
+  stateLimit: limits.stateBytes,
+  lockWaitMs: limits.appendBatchLockWaitMs,
+  sessionQueueWaitMs: limits.appendSessionQueueWaitMs,
+});
 
 interface Waiting {
   key: SessionKey;
   events: EventDocument[];
   ifMatch: number[] | undefined;
+  /** performance.now() when the append reached the batcher. */
+  arrivedAt: number;
   resolve: (session: AppendedSession | undefined) => void;
   reject: (error: unknown) => void;
 }
@@ -47,16 +73,23 @@ interface BatchRow extends AppendedSession {
   ordinal: number;
 }
 
-const APPEND_EVENTS_BATCH = preparedStatement('append_events_batch', 'SELECT * FROM append_events_batch($1::jsonb, $2)');
+const APPEND_EVENTS_BATCH = preparedStatement('append_events_batch', 'SELECT * FROM append_events_batch($1::jsonb, $2, $3)');
 
-/** PostgreSQL's query_canceled (statement timeout, cancel): the whole call was rolled back. */
-const QUERY_CANCELED = '57014';
+// Failures after which no append of the call committed, so each may be run again alone: the call was
+// cancelled (statement timeout) or ran out of lock time as a whole, or its connection carried a
+// transaction someone else began (25P02: aborted; ConnectionStateError: still open, destroyed
+// now). A lost connection is not among them: what committed is unknown, as for one append.
+const ROLLED_BACK_WHOLE = new Set(['57014', '55P03', '25P02']);
+const rolledBackWhole = (error: unknown) =>
+  error instanceof ConnectionStateError || ROLLED_BACK_WHOLE.has((error as { code?: string }).code ?? '');
 
 export class AppendBatcher {
   /** Read by /metrics (append_batches_total and the two after it). */
   readonly stats: AppendBatchCounts = { batches: 0, batchedAppends: 0, rerunAlone: 0 };
   private readonly waiting: Waiting[] = [];
   private inFlight = 0;
+  /** The queues of the sessions with an append running alone, by sessionId of the key. */
+  private readonly sessionQueues = new Map<string, Waiting[]>();
 
   constructor(
     private readonly db: Database,
@@ -67,7 +100,9 @@ export class AppendBatcher {
   append(key: SessionKey, events: EventDocument[], ifMatch: number[] | undefined): Promise<AppendedSession | undefined> {
     if (this.options.maxBatch <= 1 || writesSharedState(events)) return this.alone({ key, events, ifMatch });
     return new Promise((resolve, reject) => {
-      this.waiting.push({ key, events, ifMatch, resolve, reject });
+      const waiting: Waiting = { key, events, ifMatch, arrivedAt: performance.now(), resolve, reject };
+      if (this.sessionQueues.has(sessionIdOf(key))) return this.queueAlone(waiting);
+      this.waiting.push(waiting);
       this.sendWaiting();
     });
   }
@@ -83,6 +118,7 @@ export class AppendBatcher {
     }
   }
 
+  /** Resolves when the batch's call is answered; the appends it did not write go on alone, outside the slot. */
   private async send(batch: Waiting[]): Promise<void> {
     if (batch.length === 1) return settle(batch[0]!, this.alone(batch[0]!));
     // Session key order: every batch locks its sessions in the same order. The sort is stable, so
@@ -92,28 +128,43 @@ export class AppendBatcher {
     try {
       rows = await this.callBatch(batch);
     } catch (error) {
-      // A timeout or cancel rolled the whole call back: each append gets its own chance. Anything
-      // else (a lost connection) leaves it unknown what committed, as it would for one append.
-      if ((error as { code?: string }).code !== QUERY_CANCELED) return batch.forEach((waiting) => waiting.reject(error));
+      if (!rolledBackWhole(error)) return batch.forEach((waiting) => waiting.reject(error));
       rows = [];
     }
     this.stats.batches++;
     this.stats.batchedAppends += batch.length;
     const written = new Map(rows.map((row) => [row.ordinal, row]));
-    const again: Promise<void>[] = [];
     batch.forEach((waiting, index) => {
       const row = written.get(index + 1);
       if (row) return waiting.resolve(sessionOf(row));
       this.stats.rerunAlone++;
-      again.push(settle(waiting, this.alone(waiting)));
+      this.queueAlone(waiting);
     });
-    await Promise.all(again);
   }
 
   private async callBatch(batch: Waiting[]): Promise<BatchRow[]> {
     const appends = batch.map(({ key, events, ifMatch }) => ({ ...key, events, ...(ifMatch ? { ifMatch } : {}) }));
-    const result = await this.db.executeQuery<BatchRow>(CompiledQuery.raw(APPEND_EVENTS_BATCH, [JSON.stringify(appends), this.options.stateLimit]));
+    const parameters = [JSON.stringify(appends), this.options.stateLimit, this.options.lockWaitMs];
+    const result = await this.db.executeQuery<BatchRow>(CompiledQuery.raw(APPEND_EVENTS_BATCH, parameters));
     return result.rows;
+  }
+
+  /** Runs the append alone, after the appends of its session queued before it. */
+  private queueAlone(waiting: Waiting): void {
+    const id = sessionIdOf(waiting.key);
+    const queue = this.sessionQueues.get(id);
+    if (queue) return void queue.push(waiting);
+    this.sessionQueues.set(id, [waiting]);
+    void this.drainSessionQueue(id);
+  }
+
+  private async drainSessionQueue(id: string): Promise<void> {
+    const queue = this.sessionQueues.get(id)!;
+    for (let next = queue.shift(); next; next = queue.shift()) {
+      if (performance.now() - next.arrivedAt > this.options.sessionQueueWaitMs) next.reject(sessionStillLocked());
+      else await settle(next, this.alone(next));
+    }
+    this.sessionQueues.delete(id);
   }
 
   private alone({ key, events, ifMatch }: Pick<Waiting, 'key' | 'events' | 'ifMatch'>): Promise<AppendedSession | undefined> {
@@ -131,6 +182,11 @@ export function useAppendBatching(db: Database, options: AppendBatcherOptions): 
 }
 
 export const appendBatcherOf = (db: Database): AppendBatcher | undefined => batchers.get(db);
+
+const sessionStillLocked = () =>
+  new AppError('ResourceUnavailable.Database', 'The session stayed locked by another transaction; retry later.', { headers: { 'retry-after': '1' } });
+
+const sessionIdOf = ({ accountId, spaceId, userId, sessionId }: SessionKey) => `${accountId}\u0000${spaceId}\u0000${userId}\u0000${sessionId}`;
 
 const writesSharedState = (events: EventDocument[]) => events.some((event) => event.user !== undefined || event.app !== undefined);
 
