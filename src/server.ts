@@ -8,7 +8,7 @@ import { buildApp } from './app.js';
 import { type Config, loadConfig } from './config.js';
 import { openDatabase } from './db/connect.js';
 import { migrateToLatest } from './db/migrate.js';
-import { type DatabaseTarget, describeDatabaseFailure } from './db/unreachable-database.js';
+import { databaseTargets, type DatabaseTarget, describeDatabaseFailure } from './db/unreachable-database.js';
 import { type DataDirLock, lockDataDir } from './lib/data-dir-lock.js';
 import { createLogger } from './lib/logger.js';
 import { nodeVersionWarning, requiredNodeRange } from './lib/node-version.js';
@@ -36,11 +36,11 @@ async function main(): Promise<void> {
   // Before the database is opened: a second process on the folder is refused having done nothing.
   const lock: DataDirLock | undefined =
     config.database.kind === 'pglite'
-      ? await lockDataDir(config.database.dataDir, 'server', 'stop that server first, or set DATA_DIR to another folder.')
+      ? await lockDataDir(config.database.dataDir, 'server', 'stop it first, or set DATA_DIR to another folder.')
       : undefined;
   const database = await openDatabase(config.database);
-  const { direct, pooled } = databaseTargets(config);
-  const applied = await explainingDatabaseFailure(direct, () => database.onDirectConnection(migrateToLatest));
+  const targets = databaseTargets(config.database);
+  const applied = await explainingDatabaseFailure(targets?.direct, () => database.onDirectConnection(migrateToLatest));
   logger.info({ backend: database.kind, applied }, 'database ready');
   // After the database: in embedded mode the data directory exists now.
   const pageTokenKey = await resolvePageTokenKey(config, logger);
@@ -48,7 +48,7 @@ async function main(): Promise<void> {
 
   // The embedded mode (and any setup that pins ROOT_API_KEY) gets a ready `default` account.
   if (database.kind === 'pglite' || config.rootApiKey) {
-    const created = await explainingDatabaseFailure(pooled, () =>
+    const created = await explainingDatabaseFailure(targets?.pooled, () =>
       ensureEmbeddedAccount(database.db, { pinnedToken: config.rootApiKey, masterKey: credentialMasterKey }),
     );
     if (created && !config.rootApiKey) printRootCredentialOnce(created.rootCredential.token, created.defaultSpaceId);
@@ -102,14 +102,6 @@ async function main(): Promise<void> {
     await lock?.release();
     throw new StartupFailure(reason);
   }
-}
-
-/** The connection migrations use (the direct one behind a pooler), and the pool's; none in embedded mode. */
-function databaseTargets(config: Config): { direct: DatabaseTarget | undefined; pooled: DatabaseTarget | undefined } {
-  if (config.database.kind !== 'postgres') return { direct: undefined, pooled: undefined };
-  const pooled: DatabaseTarget = { variable: 'DATABASE_URL', url: config.database.url };
-  const direct: DatabaseTarget = config.database.directUrl ? { variable: 'DATABASE_DIRECT_URL', url: config.database.directUrl } : pooled;
-  return { direct, pooled };
 }
 
 /** Runs a start-up step; a failure to reach `target` becomes a one-line StartupFailure. */

@@ -3,13 +3,13 @@
 import type { Config } from '../config.js';
 import { type DatabaseHandle, openDatabase } from '../db/connect.js';
 import { migrateToLatest } from '../db/migrate.js';
-import { type DatabaseTarget, describeDatabaseFailure } from '../db/unreachable-database.js';
+import { databaseTargets, describeDatabaseFailure } from '../db/unreachable-database.js';
 import { lockDataDir } from '../lib/data-dir-lock.js';
 import { StartupFailure } from '../startup-failure.js';
 
-// A running server holds the folder; the admin commands have no HTTP twin for accounts, but the
-// other changes (spaces, sessions, credentials of an account) go through the server's API.
-const ADVICE = 'stop that server, then run this command again (while it runs, use its HTTP API instead).';
+// The holder is usually a server; the account commands have no HTTP twin, but the other changes
+// (spaces, sessions, sub-accounts and their credentials) go through a running server's API.
+const ADVICE = 'stop it, then run this command again (while a server runs, use its HTTP API instead).';
 
 /**
  * Opens the configured database for a command and migrates it: on the embedded backend only after
@@ -27,15 +27,8 @@ export async function openMigratedDatabase(config: Config, command: string): Pro
     return { database, applied, close };
   } catch (error) {
     await close().catch(() => {});
-    const target = migrationTarget(config);
+    const target = databaseTargets(config.database)?.direct;
     const reason = target && describeDatabaseFailure(error, target);
     throw reason ? new StartupFailure(reason, { cause: error }) : error;
   }
-}
-
-function migrationTarget(config: Config): DatabaseTarget | undefined {
-  if (config.database.kind !== 'postgres') return undefined;
-  return config.database.directUrl
-    ? { variable: 'DATABASE_DIRECT_URL', url: config.database.directUrl }
-    : { variable: 'DATABASE_URL', url: config.database.url };
 }

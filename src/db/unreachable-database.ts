@@ -2,10 +2,19 @@
 // (or database, or user) that failed, and the variable to change. The URL's password is never part
 // of it: the line is built from the URL's other parts, and pg's own messages do not carry it.
 
+import type { DatabaseOptions } from './connect.js';
+
 /** Which connection failed: the variable it comes from, and its URL. */
 export interface DatabaseTarget {
   variable: 'DATABASE_URL' | 'DATABASE_DIRECT_URL';
   url: string;
+}
+
+/** The connection migrations use (the direct one behind a pooler) and the pool's; none for the embedded database. */
+export function databaseTargets(options: DatabaseOptions): { direct: DatabaseTarget; pooled: DatabaseTarget } | undefined {
+  if (options.kind !== 'postgres') return undefined;
+  const pooled: DatabaseTarget = { variable: 'DATABASE_URL', url: options.url };
+  return { direct: options.directUrl ? { variable: 'DATABASE_DIRECT_URL', url: options.directUrl } : pooled, pooled };
 }
 
 /** One line naming what is wrong with `target`, or undefined when `error` is not about reaching the database. */

@@ -36,8 +36,8 @@ async function startServer(dataDir: string): Promise<ServiceProcess> {
 }
 
 const inUse = (dataDir: string, pid: number, advice: string) => `The data folder ${dataDir} is in use by a running server (pid ${pid}): ${advice}\n`;
-const SERVER_ADVICE = 'stop that server first, or set DATA_DIR to another folder.';
-const COMMAND_ADVICE = 'stop that server, then run this command again (while it runs, use its HTTP API instead).';
+const SERVER_ADVICE = 'stop it first, or set DATA_DIR to another folder.';
+const COMMAND_ADVICE = 'stop it, then run this command again (while a server runs, use its HTTP API instead).';
 
 afterAll(async () => {
   for (const server of running) killServiceProcess(server);

@@ -1,7 +1,7 @@
 // What the server process writes to its log: JSON lines through a pipe (or LOG_FORMAT=json), readable
 // lines with LOG_FORMAT=pretty (or on a terminal); health probes nothing at info level; and a warning
 // at start when the Node.js running it is older than package.json's engines allow.
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { cp, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -53,6 +53,41 @@ describe('log format', () => {
     expect(lines.filter((line) => line.includes('request completed'))).toEqual([
       expect.stringMatching(/ INFO {2}request completed requestId=\S+ method=GET route=\/v1\/spaces statusCode=401 latencyMs=/),
     ]);
+  });
+});
+
+describe('log format on a terminal', () => {
+  // script(1) runs the server with a pseudo-terminal as stdout. Under a Node.js older than engines,
+  // so that a log line (the version warning) comes before the start fails on a DATABASE_URL nobody
+  // listens on.
+  const onTerminal = async (env: Record<string, string>): Promise<string> => {
+    const node = nodeOfMajor((major) => major < 22, '20');
+    const port = await freePort();
+    return new Promise((resolve, reject) =>
+      execFile(
+        'script',
+        ['-qec', `${node} --import tsx src/server.ts`, '/dev/null'],
+        {
+          cwd: new URL('../..', import.meta.url).pathname,
+          env: { PATH: process.env.PATH ?? '', DATABASE_URL: `postgres://svc@127.0.0.1:${port}/x`, PORT: '0', LOG_LEVEL: 'info', ...env },
+          timeout: TIMEOUT_MS,
+        },
+        (error, stdout) => (error && typeof error.code !== 'number' ? reject(error) : resolve(stdout)),
+      ),
+    );
+  };
+  const warningLine = (output: string) => output.split(/\r?\n/).find((line) => line.includes('older than this service supports'));
+
+  it('readable, coloured lines by default', { timeout: TIMEOUT_MS }, async () => {
+    const line = warningLine(await onTerminal({}))!;
+    // The level in yellow (ANSI 33), then the message.
+    expect(line.slice(12)).toMatch(/^ \S+WARN \S+ Node\.js v20\./);
+    expect(line.slice(13, 18)).toBe(`${String.fromCharCode(27)}[33m`);
+    expect(line).toMatch(/^\d\d:\d\d:\d\d\.\d{3} /);
+  });
+
+  it('JSON lines with LOG_FORMAT=json', { timeout: TIMEOUT_MS }, async () => {
+    expect(JSON.parse(warningLine(await onTerminal({ LOG_FORMAT: 'json' }))!)).toMatchObject({ level: 40, msg: expect.stringMatching(/^Node\.js v20\./) });
   });
 });
 
