@@ -19,6 +19,7 @@ import { registerErrorHandling, renderFrameworkError } from './http/error-handle
 import { metricsRoutes, registerMetrics } from './http/metrics.js';
 import { openapiTransformObject } from './http/openapi-document.js';
 import { type RateLimitRedis, rateLimitCounters, registerRateLimit } from './http/rate-limit.js';
+import { registerRequestLogging } from './http/request-logging.js';
 import { registerRequestTextRules } from './http/request-text.js';
 import type { AppDeps, ZodApp } from './http/zod-app.js';
 import type { PoolStats } from './lib/metrics-registry.js';
@@ -213,23 +214,4 @@ export async function buildApp({
   // The Tencent Cloud API 3.0 face: signed requests, the same services (modules/tencent).
   await app.register(async (scope) => tencentApiRoutes(scope as ZodApp, deps, { extraPath: tencentApiPath, credentialCache: cache, rateLimitCounters: counters }));
   return app;
-}
-
-function registerRequestLogging(app: FastifyInstance): void {
-  app.addHook('onRequest', async (request, reply) => {
-    reply.header('x-request-id', request.id);
-  });
-  // One line per request. The Authorization header is never logged; the principal is named by ids.
-  app.addHook('onResponse', async (request, reply) => {
-    request.log.info(
-      {
-        method: request.method,
-        route: request.routeOptions.url,
-        statusCode: reply.statusCode,
-        latencyMs: Math.round(reply.elapsedTime * 100) / 100,
-        principal: request.principal ? { accountId: request.principal.accountId, principalId: request.principal.principalId } : undefined,
-      },
-      'request completed',
-    );
-  });
 }

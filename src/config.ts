@@ -29,6 +29,8 @@ const environmentSchema = z.object({
   REDIS_KEY_PREFIX: z.string().min(1).max(100).default('agent-session-service:rate-limit:'),
   DATA_DIR: z.string().min(1).default('./data'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  // Unset: readable lines when stdout is a terminal, JSON lines otherwise (a pipe, a file, a container).
+  LOG_FORMAT: z.enum(['json', 'pretty']).optional(),
   ROOT_API_KEY: z
     .string()
     .regex(/^AKID[A-Za-z0-9]{32}\.[A-Za-z0-9_-]{43,128}$/, 'must be <secretId>.<secretKey>: AKID + 32 base62 characters, a dot, then 43 to 128 base64url characters')
@@ -137,6 +139,8 @@ export interface Config {
   /** The PostgreSQL options are openDatabase's own; embedded mode always has a data directory. */
   database: Extract<DatabaseOptions, { kind: 'postgres' }> | (Omit<Extract<DatabaseOptions, { kind: 'pglite' }>, 'snapshot'> & { dataDir: string });
   logLevel: z.infer<typeof environmentSchema>['LOG_LEVEL'];
+  /** LOG_FORMAT, or 'auto' when unset: pretty on a terminal, JSON otherwise (src/lib/logger.ts). */
+  logFormat: 'json' | 'pretty' | 'auto';
   rootApiKey: string | undefined;
   /** 32 bytes from CREDENTIAL_MASTER_KEY, or undefined when it is not set. */
   credentialMasterKey: Buffer | undefined;
@@ -220,6 +224,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
         }
       : { kind: 'pglite', dataDir: e.DATA_DIR, statementTimeoutMs: e.DB_STATEMENT_TIMEOUT_MS, preparedStatements, idleTimeoutMs: e.DB_POOL_IDLE_TIMEOUT_MS },
     logLevel: e.LOG_LEVEL,
+    logFormat: e.LOG_FORMAT ?? 'auto',
     rootApiKey: e.ROOT_API_KEY,
     credentialMasterKey: e.CREDENTIAL_MASTER_KEY ? Buffer.from(e.CREDENTIAL_MASTER_KEY, 'base64') : undefined,
     pageTokenKey: e.PAGE_TOKEN_KEY ? Buffer.from(e.PAGE_TOKEN_KEY, 'base64') : undefined,

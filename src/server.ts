@@ -4,27 +4,43 @@
 // that fails (a busy port) cannot lose it: the credential stays above the one-line error, it is
 // already valid, and the next start on a free port serves it.
 import closeWithGrace from 'close-with-grace';
-import pino from 'pino';
 import { buildApp } from './app.js';
-import { ConfigError, loadConfig } from './config.js';
+import { type Config, loadConfig } from './config.js';
 import { openDatabase } from './db/connect.js';
 import { migrateToLatest } from './db/migrate.js';
+import { databaseTargets, type DatabaseTarget, describeDatabaseFailure } from './db/unreachable-database.js';
+import { type DataDirLock, lockDataDir } from './lib/data-dir-lock.js';
+import { createLogger } from './lib/logger.js';
+import { nodeVersionWarning, requiredNodeRange } from './lib/node-version.js';
 import { connectRateLimitRedis, rateLimitRedisReady } from './http/rate-limit.js';
 import { ensureEmbeddedAccount } from './modules/accounts/accounts.service.js';
 import { startCredentialCache } from './modules/accounts/credential-cache-listener.js';
 import { type ExpirySweeper, startExpirySweeper } from './modules/sessions/expiry-sweeper.js';
 import { resolvePageTokenKey } from './page-token-key.js';
 import { resolveCredentialMasterKey } from './credential-master-key.js';
+import { reportStartupFailure, StartupFailure } from './startup-failure.js';
 
 // How long the start waits for REDIS_URL's server before it serves without it.
 const REDIS_START_WAIT_MS = 2_000;
 
+// Read by the failure report at the end, which prints a stack only at debug level.
+let loadedConfig: Config | undefined;
+
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
-  const logger = pino({ level: config.logLevel, redact: ['req.headers.authorization', 'headers.authorization'] });
+  loadedConfig = config;
+  const logger = createLogger({ level: config.logLevel, format: config.logFormat, stdoutIsTerminal: process.stdout.isTTY === true });
+  const nodeWarning = nodeVersionWarning(process.version, requiredNodeRange());
+  if (nodeWarning) logger.warn({ nodeVersion: process.version }, nodeWarning);
 
+  // Before the database is opened: a second process on the folder is refused having done nothing.
+  const lock: DataDirLock | undefined =
+    config.database.kind === 'pglite'
+      ? await lockDataDir(config.database.dataDir, 'server', 'stop it first, or set DATA_DIR to another folder.')
+      : undefined;
   const database = await openDatabase(config.database);
-  const applied = await database.onDirectConnection(migrateToLatest);
+  const targets = databaseTargets(config.database);
+  const applied = await explainingDatabaseFailure(targets?.direct, () => database.onDirectConnection(migrateToLatest));
   logger.info({ backend: database.kind, applied }, 'database ready');
   // After the database: in embedded mode the data directory exists now.
   const pageTokenKey = await resolvePageTokenKey(config, logger);
@@ -32,7 +48,9 @@ async function main(): Promise<void> {
 
   // The embedded mode (and any setup that pins ROOT_API_KEY) gets a ready `default` account.
   if (database.kind === 'pglite' || config.rootApiKey) {
-    const created = await ensureEmbeddedAccount(database.db, { pinnedToken: config.rootApiKey, masterKey: credentialMasterKey });
+    const created = await explainingDatabaseFailure(targets?.pooled, () =>
+      ensureEmbeddedAccount(database.db, { pinnedToken: config.rootApiKey, masterKey: credentialMasterKey }),
+    );
     if (created && !config.rootApiKey) printRootCredentialOnce(created.rootCredential.token, created.defaultSpaceId);
   }
 
@@ -69,6 +87,7 @@ async function main(): Promise<void> {
     await app.close().finally(() => clearInterval(closeIdle)); // closes the credential cache's listener too
     await sweeper?.stop(); // waits for a sweep in flight, which needs the database
     await database.close();
+    await lock?.release();
     logger.info({ poolConnections: database.pool.totalCount }, 'shut down: requests finished, database pool closed');
   });
   try {
@@ -80,12 +99,20 @@ async function main(): Promise<void> {
     await app.close();
     await sweeper?.stop();
     await database.close();
-    throw new StartupError(reason);
+    await lock?.release();
+    throw new StartupFailure(reason);
   }
 }
 
-/** A start-up failure the operator fixes by changing the configuration: one line, no stack trace. */
-class StartupError extends Error {}
+/** Runs a start-up step; a failure to reach `target` becomes a one-line StartupFailure. */
+async function explainingDatabaseFailure<T>(target: DatabaseTarget | undefined, step: () => Promise<T>): Promise<T> {
+  try {
+    return await step();
+  } catch (error) {
+    const reason = target && describeDatabaseFailure(error, target);
+    throw reason ? new StartupFailure(reason, { cause: error }) : error;
+  }
+}
 
 function listenFailure(error: unknown, port: number, host: string): string | undefined {
   switch ((error as NodeJS.ErrnoException | undefined)?.code) {
@@ -114,7 +141,6 @@ function printRootCredentialOnce(token: string, defaultSpaceId: string): void {
 }
 
 main().catch((error: unknown) => {
-  if (error instanceof ConfigError || error instanceof StartupError) console.error(error.message);
-  else console.error('failed to start:', error);
+  reportStartupFailure(error, loadedConfig, 'Failed to start');
   process.exit(1);
 });

@@ -2,13 +2,14 @@
 //   npm run admin -- create-account --name X            prints the new root credential once
 //   npm run admin -- list-accounts                      one JSON line per account; never a secret
 //   npm run admin -- rotate-root-credential --name X [--keep-old]
-// Exit codes: 0 done, 1 refused (the account exists / does not exist), 2 usage error.
+// Exit codes: 0 done, 1 refused (the account exists / does not exist, the data folder is in use by a
+// server, the database cannot be reached: one line says which), 2 usage error.
 import { resolveCredentialMasterKey } from '../credential-master-key.js';
 import { parseArgs } from 'node:util';
-import { loadConfig } from '../config.js';
-import { openDatabase } from '../db/connect.js';
+import { type Config, loadConfig } from '../config.js';
 import type { Database } from '../db/connect.js';
-import { migrateToLatest } from '../db/migrate.js';
+import { reportStartupFailure } from '../startup-failure.js';
+import { openMigratedDatabase } from './cli-database.js';
 import {
   AccountExistsError,
   AccountNotFoundError,
@@ -94,9 +95,9 @@ async function main(argv: string[]): Promise<number> {
     return 2;
   }
   const config = loadConfig(process.env);
-  const database = await openDatabase(config.database);
+  loadedConfig = config;
+  const { database, close } = await openMigratedDatabase(config, 'admin command');
   try {
-    await database.onDirectConnection(migrateToLatest);
     // The embedded data directory's key file, when there is no CREDENTIAL_MASTER_KEY (as the server does).
     const masterKey = await resolveCredentialMasterKey(config, { warn: () => {} });
     return await command(database.db, masterKey);
@@ -107,8 +108,14 @@ async function main(argv: string[]): Promise<number> {
     }
     throw error;
   } finally {
-    await database.close();
+    await close();
   }
 }
 
-process.exitCode = await main(process.argv.slice(2));
+// Read by the failure report: it prints a stack only at debug level.
+let loadedConfig: Config | undefined;
+
+process.exitCode = await main(process.argv.slice(2)).catch((error: unknown) => {
+  reportStartupFailure(error, loadedConfig, 'Failed');
+  return 1;
+});

@@ -1,13 +1,15 @@
 // `npm run migrate`: applies pending migrations to the configured database and exits.
-import { loadConfig } from '../config.js';
-import { openDatabase } from '../db/connect.js';
-import { migrateToLatest } from '../db/migrate.js';
+import { type Config, loadConfig } from '../config.js';
+import { reportStartupFailure } from '../startup-failure.js';
+import { openMigratedDatabase } from './cli-database.js';
 
-const config = loadConfig(process.env);
-const database = await openDatabase(config.database);
+let config: Config | undefined;
 try {
-  const applied = await database.onDirectConnection(migrateToLatest);
+  config = loadConfig(process.env);
+  const { applied, close } = await openMigratedDatabase(config, 'migrate');
+  await close();
   console.log(applied.length ? `applied: ${applied.join(', ')}` : 'already up to date');
-} finally {
-  await database.close();
+} catch (error) {
+  reportStartupFailure(error, config, 'Failed to migrate');
+  process.exitCode = 1;
 }

@@ -61,9 +61,9 @@ describe('request logging', () => {
       await app.inject({ method: 'GET', url: '/v1/spaces', headers: { authorization } }),
       await app.inject({ method: 'POST', url: '/v1/spaces', headers: { authorization, 'content-type': 'application/json' }, payload: '{"name":' }),
       await app.inject({ method: 'GET', url: '/v1/spaces' }),
-      await app.inject({ method: 'GET', url: '/healthz' }),
+      await app.inject({ method: 'GET', url: '/v1/spaces/space-none' }),
     ];
-    expect(responses.map((res) => res.statusCode)).toEqual([200, 200, 400, 401, 200]);
+    expect(responses.map((res) => res.statusCode)).toEqual([200, 200, 400, 401, 401]);
 
     const logged = requestLines();
     expect(logged).toHaveLength(responses.length);
@@ -81,6 +81,29 @@ describe('request logging', () => {
     expect(logged[3]!.principal).toBeUndefined();
     expect(logged[4]!.principal).toBeUndefined();
     expect(logged[0]).toMatchObject({ method: 'GET', route: '/v1/spaces' });
+  });
+
+  it('logs answered health probes and metrics scrapes at debug level only: nothing at info', async () => {
+    raw = [];
+    const probes = ['/healthz', '/readyz', '/metrics'];
+    for (const url of probes) expect((await app.inject({ method: 'GET', url })).statusCode).toBe(200);
+    expect(requestLines()).toEqual([]);
+
+    const debugRaw: string[] = [];
+    const stream = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        debugRaw.push(chunk.toString());
+        done();
+      },
+    });
+    const debugApp = await buildApp({ db: database.db, pageTokenKey: TEST_PAGE_TOKEN_KEY, limits: DEFAULT_LIMITS, logger: pino({ level: 'debug' }, stream) });
+    try {
+      for (const url of probes) await debugApp.inject({ method: 'GET', url });
+    } finally {
+      await debugApp.close();
+    }
+    const logged = debugRaw.map((line) => JSON.parse(line) as LogLine).filter((line) => line.msg === 'request completed');
+    expect(logged.map((line) => [line.route, line.level, line.statusCode])).toEqual(probes.map((route) => [route, 20, 200]));
   });
 
   it('never writes the secret key or the Authorization header', async () => {

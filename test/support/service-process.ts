@@ -90,3 +90,25 @@ export async function freePort(): Promise<number> {
     });
   });
 }
+
+export interface CommandResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * `node --import tsx <script> …args` to its end (an operator command: src/cli/admin.ts, src/cli/migrate.ts),
+ * in a clean environment: only PATH and `env`, so no DATABASE_URL leaks in from the shell. `node`
+ * picks another Node.js binary.
+ */
+export function runNodeScript(script: string, args: string[], env: Record<string, string>, node = process.execPath): Promise<CommandResult> {
+  return new Promise((resolve) => {
+    const child = spawn(node, ['--import', 'tsx', script, ...args], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout?.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.once('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}

@@ -22,6 +22,7 @@ describe('loadConfig', () => {
       host: '0.0.0.0',
       database: { kind: 'pglite', dataDir: './data', statementTimeoutMs: 10_000, idleTimeoutMs: 10_000 },
       logLevel: 'info',
+      logFormat: 'auto',
       rootApiKey: undefined,
       limits: DEFAULT_LIMITS,
       sweeper: { intervalMs: 60_000, batchSize: 500 },
@@ -102,6 +103,7 @@ describe('loadConfig', () => {
       HOST: '127.0.0.1',
       DATA_DIR: '/var/lib/sessions',
       LOG_LEVEL: 'debug',
+      LOG_FORMAT: 'pretty',
       ROOT_API_KEY: VALID_KEY,
       MAX_BODY_BYTES: '2048',
       MAX_BATCH_EVENTS: '10',
@@ -114,11 +116,19 @@ describe('loadConfig', () => {
       host: '127.0.0.1',
       database: { kind: 'pglite', dataDir: '/var/lib/sessions' },
       logLevel: 'debug',
+      logFormat: 'pretty',
       rootApiKey: VALID_KEY,
       limits: { ...DEFAULT_LIMITS, bodyBytes: 2048, batchEvents: 10 },
       sweeper: { intervalMs: 0, batchSize: 50 },
       credentialCacheSize: 0,
     });
+  });
+
+  it('takes LOG_FORMAT json or pretty, leaves the choice to the terminal when unset, and names a bad value', () => {
+    expect(loadConfig({ LOG_FORMAT: 'json' }).logFormat).toBe('json');
+    expect(loadConfig({ LOG_FORMAT: 'pretty' }).logFormat).toBe('pretty');
+    expect(loadConfig({ LOG_FORMAT: '' }).logFormat).toBe('auto');
+    expect(configErrorFor({ LOG_FORMAT: 'text' }).message).toBe('Invalid environment:\n  LOG_FORMAT: Invalid option: expected one of "json"|"pretty"');
   });
 
   it('reads the slow-client timeouts into the limits', () => {
@@ -143,6 +153,7 @@ describe('loadConfig', () => {
     ['ROOT_API_KEY', { ROOT_API_KEY: `AKID${'a'.repeat(31)}.${'b'.repeat(43)}` }],
     ['ROOT_API_KEY', { ROOT_API_KEY: `AKID${'a'.repeat(32)}.${'b'.repeat(42)}` }],
     ['LOG_LEVEL', { LOG_LEVEL: 'loud' }],
+    ['LOG_FORMAT', { LOG_FORMAT: 'JSON' }],
     ['MAX_BODY_BYTES', { MAX_BODY_BYTES: '10' }],
     ['DB_POOL_MAX', { DB_POOL_MAX: '0' }],
     ['SWEEP_INTERVAL_MS', { SWEEP_INTERVAL_MS: '-1' }],

@@ -1,0 +1,187 @@
+// One data folder, one process. The embedded database (PGlite) is a single-process database: a
+// second process that opened the same folder would serve, write and even print credentials that
+// the first never sees and that are lost when either stops. So the server and the CLIs take this
+// lock before they open the database, and a second one is refused before it has done anything.
+//
+// The lock is a file created atomically ('wx', O_EXCL): of two processes starting at once exactly
+// one creates it. It records who holds it, so that the lock of a process that died without
+// removing it (kill -9, a power cut) is recognised as stale and taken over:
+// - the pid is alive (signal 0), and
+// - on Linux, the process with that pid started when the holder did (/proc/<pid>/stat) in the same
+//   boot (/proc/sys/kernel/random/boot_id): a pid reused by another process after a crash, or
+//   after a reboot, does not keep the lock.
+import { randomBytes } from 'node:crypto';
+import { readFileSync, unlinkSync } from 'node:fs';
+import { link, mkdir, open, readFile, rename, unlink } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+
+export const DATA_DIR_LOCK_FILE = 'service.lock';
+
+/** What a holder writes into the lock, and what a refused process reports of it. */
+export interface LockHolder {
+  pid: number;
+  /** What holds it: 'server', 'admin command', 'migrate'. */
+  command: string;
+  startedAt: string;
+  /** Linux: the process's start time in clock ticks since boot, and the boot's id; null elsewhere. */
+  processStart: string | null;
+  bootId: string | null;
+}
+
+export interface DataDirLock {
+  path: string;
+  release(): Promise<void>;
+}
+
+/** Another live process holds the folder. The message is the one line the refused process prints. */
+export class DataDirInUseError extends Error {
+  override name = 'DataDirInUseError';
+  constructor(
+    readonly dataDir: string,
+    readonly holder: LockHolder,
+    advice: string,
+  ) {
+    super(`The data folder ${dataDir} is in use by a running ${holder.command} (pid ${holder.pid}): ${advice}`);
+  }
+}
+
+// Enough for a few processes racing over a stale lock; each turn of the loop is one of them winning.
+const MAX_ATTEMPTS = 10;
+
+/**
+ * Takes the lock of `dataDir` (created if missing) for this process, or throws DataDirInUseError
+ * naming the holder; `advice` says what to do instead (it ends the one-line message). The lock is
+ * released by release(), and in any case when the process exits.
+ */
+export async function lockDataDir(dataDir: string, command: string, advice: string): Promise<DataDirLock> {
+  const folder = resolve(dataDir);
+  await mkdir(folder, { recursive: true });
+  const path = join(folder, DATA_DIR_LOCK_FILE);
+  const me: LockHolder = { pid: process.pid, command, startedAt: new Date().toISOString(), ...(await ownIdentity()) };
+  const text = `${JSON.stringify(me)}\n`;
+  for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+    if (await createExclusively(path, text)) return held(path, text);
+    const found = await readLock(path);
+    if (found === undefined) continue; // removed in between: try again
+    if (found.holder && (await isAlive(found.holder))) throw new DataDirInUseError(folder, found.holder, advice);
+    await removeStaleLock(path, found.text);
+  }
+  throw new Error(`Could not take the lock ${path}: other processes kept taking it over`);
+}
+
+async function createExclusively(path: string, text: string): Promise<boolean> {
+  try {
+    const file = await open(path, 'wx', 0o600);
+    try {
+      await file.writeFile(text);
+    } finally {
+      await file.close();
+    }
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw error;
+  }
+}
+
+/** The lock's text, with its holder when it parses (a lock cut short by a crash does not: stale). */
+async function readLock(path: string): Promise<{ text: string; holder: LockHolder | undefined } | undefined> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
+  try {
+    const holder = JSON.parse(text) as LockHolder;
+    return { text, holder: Number.isSafeInteger(holder.pid) && holder.pid > 0 ? holder : undefined };
+  } catch {
+    return { text, holder: undefined };
+  }
+}
+
+/**
+ * Removes the stale lock whose text was `staleText`, and nothing else. Unlinking by name would race:
+ * another process could have replaced the stale lock with its own live one in between. So the lock
+ * is first renamed to a name of our own (one process gets it) and checked there; a live lock moved
+ * by mistake is linked back (link never overwrites), and the next attempt reads it again.
+ */
+async function removeStaleLock(path: string, staleText: string): Promise<void> {
+  const moved = `${path}.stale-${process.pid}-${randomBytes(4).toString('hex')}`;
+  try {
+    await rename(path, moved);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return; // another process removed it first
+    throw error;
+  }
+  try {
+    if ((await readFile(moved, 'utf8')) !== staleText) await link(moved, path).catch(() => {});
+  } finally {
+    await unlink(moved).catch(() => {});
+  }
+}
+
+function held(path: string, text: string): DataDirLock {
+  // Removes the lock only while it is still ours (a process that took it over as stale keeps its own).
+  const removeIfOurs = () => readLock(path).then((found) => (found?.text === text ? unlink(path) : undefined));
+  let released = false;
+  const onExit = () => {
+    if (released) return;
+    try {
+      // 'exit' listeners must be synchronous; process.exit() after a failed start ends up here.
+      if (readFileSync(path, 'utf8') === text) unlinkSync(path);
+    } catch {
+      // gone already
+    }
+  };
+  process.once('exit', onExit);
+  return {
+    path,
+    async release() {
+      if (released) return;
+      released = true;
+      process.off('exit', onExit);
+      await removeIfOurs().catch(() => {});
+    },
+  };
+}
+
+async function isAlive(holder: LockHolder): Promise<boolean> {
+  // A lock with our own pid was written by an earlier process that had it (a container's pid 1).
+  if (holder.pid === process.pid) return false;
+  try {
+    process.kill(holder.pid, 0);
+  } catch (error) {
+    // EPERM: the process exists, under another user.
+    if ((error as NodeJS.ErrnoException).code !== 'EPERM') return false;
+  }
+  if (holder.processStart === null || holder.bootId === null) return true;
+  const now = await identityOf(holder.pid);
+  if (now.processStart === null || now.bootId === null) return true; // cannot tell: the pid is alive
+  return !now.zombie && now.processStart === holder.processStart && now.bootId === holder.bootId;
+}
+
+async function ownIdentity(): Promise<Pick<LockHolder, 'processStart' | 'bootId'>> {
+  const { processStart, bootId } = await identityOf(process.pid);
+  return { processStart, bootId };
+}
+
+type Identity = Pick<LockHolder, 'processStart' | 'bootId'> & { zombie: boolean };
+
+/**
+ * The start time (clock ticks since boot) of process `pid` and the boot's id, where /proc has them;
+ * `zombie` when it has ended and waits for its parent to read its exit status (it holds nothing).
+ */
+async function identityOf(pid: number): Promise<Identity> {
+  try {
+    const [stat, bootId] = await Promise.all([readFile(`/proc/${pid}/stat`, 'utf8'), readFile('/proc/sys/kernel/random/boot_id', 'utf8')]);
+    // The command name (field 2) is in parentheses and may hold spaces: count fields after the last ')'.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // Field 22 of stat is starttime; fields[0] here is field 3.
+    const processStart = fields[22 - 3];
+    return { processStart: processStart ?? null, bootId: bootId.trim(), zombie: fields[0] === 'Z' || fields[0] === 'X' };
+  } catch {
+    return { processStart: null, bootId: null, zombie: false };
+  }
+}
