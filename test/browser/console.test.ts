@@ -2,13 +2,14 @@
 // The console (/console, issue 13) in a real Chromium against the real app on a socket: sign in,
 // find a session by metadata, read its timeline, state at event N, live events appended by another
 // client, export, delete with the confirmation (If-Match), a read-only credential's view, a wrong
-// credential, the keyboard, and a phone-sized window.
+// credential, the keyboard, and a phone-sized window. A page error or an error answer a test does
+// not expect fails the test.
 import { readFile } from 'node:fs/promises';
 import type { Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { insertSubAccount, readOnlyOn } from '../support/principals.js';
 import { createTestApp, type TestApp } from '../support/test-app.js';
-import { type ConsoleBrowser, PHONE, openBrowser, screenshot } from './console-browser.js';
+import { type ConsoleBrowser, type ExpectedAnswer, PHONE, openBrowser, screenshot } from './console-browser.js';
 
 let t: TestApp;
 let origin: string;
@@ -62,13 +63,16 @@ beforeAll(async () => {
   await seed();
   browser = await openBrowser();
 });
+afterEach(async () => {
+  expect(await browser.endTest()).toEqual([]);
+});
 afterAll(async () => {
   await browser?.close();
   await t?.close();
 });
 
-async function signedIn(token = t.account.rootCredential.token, viewport?: { width: number; height: number }): Promise<Page> {
-  const page = await browser.newPage(viewport);
+async function signedIn({ token = t.account.rootCredential.token, viewport, expectedAnswers }: { token?: string; viewport?: { width: number; height: number }; expectedAnswers?: ExpectedAnswer[] } = {}): Promise<Page> {
+  const page = await browser.newPage({ ...(viewport ? { viewport } : {}), ...(expectedAnswers ? { expectedAnswers } : {}) });
   await page.goto(`${origin}/console/`);
   await page.getByLabel('Credential').fill(token);
   await page.getByRole('button', { name: 'Sign in' }).click();
@@ -117,7 +121,7 @@ describe('the console', () => {
     const wrong = `AKID${'x'.repeat(32)}.${'y'.repeat(43)}`;
     const expected = await t.request({ method: 'GET', url: '/v1/spaces?pageSize=1', token: wrong });
     expect(expected.statusCode).toBe(401);
-    const page = await browser.newPage();
+    const page = await browser.newPage({ expectedAnswers: [{ status: 401, url: /\/v1\/spaces\?pageSize=1$/ }] });
     await page.goto(`${origin}/console/`);
     await page.getByLabel('Credential').fill(wrong);
     await page.getByRole('button', { name: 'Sign in' }).click();
@@ -277,7 +281,7 @@ describe('the console', () => {
   it('deletes a session only after the confirmation, with If-Match: a changed session is refused with the service\'s message', async () => {
     await api('POST', `/spaces/${spaceId}/users/erin/sessions`, { sessionId: 'doomed', title: 'Doomed' });
     await api('POST', `${sessionPath('erin', 'doomed')}/events`, { author: 'user', content: { parts: [{ text: 'bye' }] } });
-    const page = await signedIn();
+    const page = await signedIn({ expectedAnswers: [{ status: 412, url: /\/sessions\/doomed$/ }] });
     await openSession(page, 'erin', 'doomed');
 
     await page.getByRole('button', { name: 'Delete session' }).click();
@@ -309,7 +313,9 @@ describe('the console', () => {
   });
 
   it('shows a read-only sub-account no delete or export, and the service\'s message when it is refused', async () => {
-    const page = await signedIn(readOnlyToken);
+    const defaultSpace = t.account.defaultSpaceId;
+    // Every load of the space it may not describe is refused.
+    const page = await signedIn({ token: readOnlyToken, expectedAnswers: [{ status: 403, url: new RegExp(`/v1/spaces/${defaultSpace}(/|$|\\?)`) }] });
     // The list of spaces shows only the space it may describe.
     expect(await page.locator('tbody tr').allTextContents()).toHaveLength(1);
     await openSession(page, 'alice', 'trip-42');
@@ -318,7 +324,6 @@ describe('the console', () => {
     expect(await page.getByRole('button', { name: 'Export JSON' }).count()).toBe(0);
     await screenshot(page, 'session-read-only');
 
-    const defaultSpace = t.account.defaultSpaceId;
     const expected = await t.request({ method: 'GET', url: `/v1/spaces/${defaultSpace}`, token: readOnlyToken });
     expect(expected.statusCode).toBe(403);
     await page.goto(`${origin}/console/#/spaces/${defaultSpace}`);
@@ -382,7 +387,7 @@ describe('the console', () => {
   });
 
   it('fits a phone-sized window without sideways scrolling', async () => {
-    const page = await signedIn(undefined, PHONE);
+    const page = await signedIn({ viewport: PHONE });
     const overflow = () => page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
     expect(await overflow()).toBeLessThanOrEqual(0);
     await screenshot(page, 'phone-spaces');
