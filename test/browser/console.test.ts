@@ -1,15 +1,16 @@
 /// <reference lib="dom" />
-// The console (/console, issue 13) in a real Chromium against the real app on a socket: sign in,
-// find a session by metadata, read its timeline, state at event N, live events appended by another
-// client, export, delete with the confirmation (If-Match), a read-only credential's view, a wrong
-// credential, the keyboard, and a phone-sized window. A page error or an error answer a test does
-// not expect fails the test.
+// The console (/console) in a real Chromium against the real app on a socket: sign in, find a
+// session by metadata, read its timeline, state at event N, live events appended by another client,
+// export, delete with the confirmation (If-Match), a read-only
+// credential's view, malformed and refused credentials, failed loads and Retry, the keyboard, and
+// a phone-sized window. A page error or an error answer a test does not expect fails the test.
 import { readFile } from 'node:fs/promises';
+import { sql } from 'kysely';
 import type { Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { insertSubAccount, readOnlyOn } from '../support/principals.js';
 import { createTestApp, type TestApp } from '../support/test-app.js';
-import { type ConsoleBrowser, type ExpectedAnswer, PHONE, openBrowser, screenshot } from './console-browser.js';
+import { type ConsoleBrowser, DESKTOP, type ExpectedAnswer, PHONE, openBrowser, screenshot } from './console-browser.js';
 
 let t: TestApp;
 let origin: string;
@@ -117,20 +118,48 @@ describe('the console', () => {
     await page.close();
   });
 
-  it('shows the service\'s message for a wrong credential', async () => {
-    const wrong = `AKID${'x'.repeat(32)}.${'y'.repeat(43)}`;
-    const expected = await t.request({ method: 'GET', url: '/v1/spaces?pageSize=1', token: wrong });
-    expect(expected.statusCode).toBe(401);
-    const page = await browser.newPage({ expectedAnswers: [{ status: 401, url: /\/v1\/spaces\?pageSize=1$/ }] });
+  it('answers a malformed credential about the pasted token without asking the service, and takes the token out of a pasted header line', async () => {
+    const page = await browser.newPage();
+    const asked: string[] = [];
+    page.on('request', (request) => request.url().includes('/v1/') && asked.push(request.url()));
     await page.goto(`${origin}/console/`);
-    await page.getByLabel('Credential').fill(wrong);
+    await page.getByLabel('Credential').fill(t.account.rootCredential.token.replace('.', ''));
     await page.getByRole('button', { name: 'Sign in' }).click();
     const alert = page.getByRole('alert');
     await alert.waitFor();
-    expect(await alert.textContent()).toBe(`${expected.json().error.message} (AuthFailure)`);
+    expect(await alert.textContent()).toBe(
+      'This credential is malformed: expected <secretId>.<secretKey>, the token shown once when the credential was created. It has no "." between the secretId and the secretKey.',
+    );
+    expect(asked).toEqual([]);
+    await screenshot(page, 'sign-in-malformed');
+
+    // Copied from a curl command: the header line around the token is not the person's mistake.
+    await page.getByLabel('Credential').fill(`Authorization: Bearer ${t.account.rootCredential.token}`);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('link', { name: 'Support desk' }).waitFor();
+    expect(await page.evaluate(() => Object.values(sessionStorage))).toEqual([t.account.rootCredential.token]);
+  });
+
+  it('answers a refused credential about the pasted token, with the service\'s code and request id', async () => {
+    const wrong = `AKID${'x'.repeat(32)}.${'y'.repeat(43)}`;
+    const page = await browser.newPage({ expectedAnswers: [{ status: 401, url: /\/v1\/spaces\?pageSize=1$/ }] });
+    await page.goto(`${origin}/console/`);
+    await page.getByLabel('Credential').fill(wrong);
+    const [refused] = await Promise.all([page.waitForResponse((response) => response.url().includes('/v1/spaces')), page.getByRole('button', { name: 'Sign in' }).click()]);
+    const envelope = (await refused.json()).error;
+    expect([refused.status(), envelope.code]).toEqual([401, 'AuthFailure']);
+    const alert = page.getByRole('alert');
+    await alert.waitFor();
+    expect(await alert.locator('.error-text').textContent()).toBe(
+      'This credential was refused: it is unknown, disabled, or its secretKey is wrong. Check that you pasted the whole token, or create a new credential.',
+    );
+    expect(await alert.getByTestId('error-code').textContent()).toBe('AuthFailure');
+    expect(await alert.getByTestId('request-id').textContent()).toBe(refused.headers()['x-request-id']);
+    expect(envelope.requestId).toBe(refused.headers()['x-request-id']);
+    // The service's message to API clients speaks of a header the person never typed.
+    expect(await alert.textContent()).not.toContain('Authorization');
     expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
-    await screenshot(page, 'sign-in-wrong');
-    await page.close();
+    await screenshot(page, 'sign-in-refused');
   });
 
   it('lists spaces by name and the users of a space with their session count and last activity', async () => {
@@ -298,7 +327,7 @@ describe('the console', () => {
     await dialog.getByRole('button', { name: 'Delete permanently' }).click();
     const refusal = dialog.getByRole('alert');
     await refusal.waitFor();
-    expect(await refusal.textContent()).toContain('(FailedOperation.PreconditionFailed)');
+    expect(await refusal.getByTestId('error-code').textContent()).toBe('FailedOperation.PreconditionFailed');
     expect((await api('GET', sessionPath('erin', 'doomed'))).title).toBe('Renamed elsewhere');
     await dialog.getByRole('button', { name: 'Cancel' }).click();
 
@@ -329,8 +358,82 @@ describe('the console', () => {
     await page.goto(`${origin}/console/#/spaces/${defaultSpace}`);
     const alert = page.getByRole('alert').first();
     await alert.waitFor();
-    expect(await alert.textContent()).toBe(`${expected.json().error.message} (UnauthorizedOperation)`);
+    expect(await alert.locator('.error-text').textContent()).toBe(expected.json().error.message);
+    expect(await alert.getByTestId('error-code').textContent()).toBe('UnauthorizedOperation');
     await page.close();
+  });
+
+  it('shows a failed load\'s message, code and request id, and Retry runs the load again', async () => {
+    const page = await signedIn({ expectedAnswers: [{ status: 500, url: new RegExp(`/v1/spaces/${spaceId}/users\\?`) }] });
+    const usersAnswer = () => page.waitForResponse((response) => response.url().includes(`/v1/spaces/${spaceId}/users?`));
+    const alert = page.locator('section[aria-labelledby="users-heading"]').getByRole('alert');
+    // A real failure of the server: a column the users' query reads (and no other load of the page)
+    // is away, so the query fails (InternalError).
+    await sql`ALTER TABLE space_users RENAME COLUMN session_count TO session_count_away`.execute(t.db);
+    try {
+      const [failed] = await Promise.all([usersAnswer(), page.goto(`${origin}/console/#/spaces/${spaceId}`)]);
+      const envelope = (await failed.json()).error;
+      expect([failed.status(), envelope.code]).toEqual([500, 'InternalError']);
+      await alert.waitFor();
+      expect(await alert.locator('.error-text').textContent()).toBe(envelope.message);
+      expect(await alert.getByTestId('error-code').textContent()).toBe('InternalError');
+      // The id the server logged the failure under (its X-Request-Id), for a report to an operator.
+      expect(await alert.getByTestId('request-id').textContent()).toBe(failed.headers()['x-request-id']);
+      expect(envelope.requestId).toBe(failed.headers()['x-request-id']);
+      // Only the failed part: the sessions beside it loaded.
+      await page.getByRole('link', { name: 'Carol 24' }).waitFor();
+      await screenshot(page, 'failed-load');
+    } finally {
+      await sql`ALTER TABLE space_users RENAME COLUMN session_count_away TO session_count`.execute(t.db);
+    }
+    const [retried] = await Promise.all([usersAnswer(), alert.getByRole('button', { name: 'Retry' }).click()]);
+    expect(retried.status()).toBe(200);
+    await page.getByRole('link', { name: 'Sessions of user carol' }).waitFor();
+    expect(await alert.count()).toBe(0);
+    await screenshot(page, 'failed-load-retried');
+  });
+
+  it('names the space in the breadcrumb, with its id as the title', async () => {
+    const page = await signedIn();
+    await openSession(page, 'alice', 'trip-42');
+    const crumbs = page.getByRole('navigation', { name: 'Breadcrumb' });
+    await crumbs.getByRole('link', { name: 'Support desk' }).waitFor();
+    expect(await crumbs.textContent()).toBe('Spaces / Support desk / alice / trip-42');
+    expect(await crumbs.getByTestId('space-crumb').getAttribute('title')).toBe(spaceId);
+    await screenshot(page, 'breadcrumb-session');
+
+    await crumbs.getByRole('link', { name: 'Support desk' }).click();
+    await page.getByRole('heading', { name: 'Support desk', level: 1 }).waitFor();
+    expect(await crumbs.textContent()).toBe('Spaces / Support desk');
+    expect(await crumbs.getByTestId('space-crumb').getAttribute('title')).toBe(spaceId);
+  });
+
+  it('keeps the timeline\'s date filters readable with the state-at panel open, wide or narrow', async () => {
+    // The narrowest window that still shows the panel beside the timeline (the layout stacks at 900 px), and the others the tests use.
+    for (const [name, viewport] of [['desktop', DESKTOP], ['narrow', { width: 960, height: 800 }], ['phone', PHONE]] as const) {
+      const page = await signedIn({ viewport });
+      await openSession(page, 'alice', 'trip-42');
+      await page.getByRole('button', { name: 'State after event 3' }).click();
+      await page.getByLabel('Session state after event 3').waitFor();
+      // Each date input is at least as wide as Chromium draws it by itself (all of mm/dd/yyyy, hh:mm:ss AM).
+      const squeezed = await page.evaluate(() =>
+        ['events-after', 'events-before'].flatMap((id) => {
+          const input = document.getElementById(id)!;
+          const natural = input.cloneNode() as HTMLInputElement;
+          natural.removeAttribute('id');
+          natural.style.cssText = 'position: absolute; width: auto; visibility: hidden';
+          input.parentElement!.append(natural);
+          const needed = natural.getBoundingClientRect().width;
+          natural.remove();
+          const width = input.getBoundingClientRect().width;
+          return width + 0.5 < needed ? [`${id}: ${width} px of the ${needed} px it needs`] : [];
+        }),
+      );
+      expect(squeezed, name).toEqual([]);
+      expect(await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth), name).toBeLessThanOrEqual(0);
+      await screenshot(page, `state-at-filters-${name}`);
+      await page.close();
+    }
   });
 
   it('works with the keyboard alone', async () => {
