@@ -6,7 +6,7 @@
 // a phone-sized window. A page error or an error answer a test does not expect fails the test.
 import { readFile } from 'node:fs/promises';
 import { sql } from 'kysely';
-import type { Page } from 'playwright-core';
+import type { Locator, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { insertSubAccount, readOnlyOn } from '../support/principals.js';
 import { createTestApp, type TestApp } from '../support/test-app.js';
@@ -85,6 +85,16 @@ async function openSession(page: Page, userId: string, sessionId: string): Promi
   await page.goto(`${origin}/console/#${sessionPath(userId, sessionId)}`);
   await page.getByRole('heading', { name: 'Timeline' }).waitFor();
   await page.locator('.event').first().waitFor();
+}
+
+/** Presses Tab (or Shift+Tab) until `target` has the focus, as a keyboard user would; fails when it never does. */
+async function tabTo(page: Page, target: Locator, key: 'Tab' | 'Shift+Tab' = 'Tab', limit = 100): Promise<void> {
+  await target.waitFor();
+  for (let presses = 0; presses < limit; presses++) {
+    if (await target.evaluate((element) => element === document.activeElement)) return;
+    await page.keyboard.press(key);
+  }
+  throw new Error(`${limit} presses of ${key} never reached ${target}`);
 }
 
 describe('the console', () => {
@@ -443,28 +453,36 @@ describe('the console', () => {
     expect(await page.evaluate(() => document.activeElement?.id)).toBe('credential');
     await page.keyboard.type(t.account.rootCredential.token);
     await page.keyboard.press('Enter');
-    await page.getByRole('link', { name: 'Support desk' }).waitFor();
 
-    await openSession(page, 'alice', 'trip-42');
-    await page.getByRole('button', { name: 'State after event 2' }).focus();
+    // From the list of spaces to a session, by links reached with Tab and followed with Enter.
+    await tabTo(page, page.getByRole('link', { name: 'Support desk' }));
+    await page.keyboard.press('Enter');
+    await tabTo(page, page.getByRole('link', { name: 'Sessions of user alice' }));
+    await page.keyboard.press('Enter');
+    await page.waitForFunction(() => document.querySelectorAll('section[aria-labelledby="sessions-heading"] tbody tr').length === 1);
+    await tabTo(page, page.getByRole('link', { name: 'Trip to Lisbon' }));
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'Trip to Lisbon', level: 1 }).waitFor();
+    await page.locator('.event').first().waitFor();
+
+    await tabTo(page, page.getByRole('button', { name: 'State after event 2' }));
     await page.keyboard.press('Enter');
     await page.getByLabel('Session state after event 2').waitFor();
     expect(await page.evaluate(() => document.activeElement?.id)).toBe('state-at-heading');
 
-    // A function call opens with the keyboard.
-    const summary = page.locator('.event').nth(1).locator('details.call summary');
-    await summary.focus();
+    // A function call opens with the keyboard; it is above the panel that has the focus.
+    const call = page.locator('.event').nth(1).locator('details.call');
+    await tabTo(page, call.locator('summary'), 'Shift+Tab');
     await page.keyboard.press('Enter');
-    expect(await page.locator('.event').nth(1).locator('details.call').getAttribute('open')).not.toBeNull();
+    expect(await call.getAttribute('open')).not.toBeNull();
 
     // The delete dialog takes the focus and closes on Escape.
-    await page.getByRole('button', { name: 'Delete session' }).focus();
+    await tabTo(page, page.getByRole('button', { name: 'Delete session' }), 'Shift+Tab');
     await page.keyboard.press('Enter');
     await page.getByRole('dialog').waitFor();
     expect(await page.evaluate(() => document.activeElement?.closest('dialog') !== null)).toBe(true);
     await page.keyboard.press('Escape');
     expect(await page.getByRole('dialog').isVisible()).toBe(false);
-    await page.close();
   });
 
   it('labels every control', async () => {
