@@ -1,15 +1,19 @@
 /// <reference lib="dom" />
 // The console (/console) in a real Chromium against the real app on a socket: sign in, find a
-// session by metadata, read its timeline, state at event N, live events appended by another client,
-// export, delete with the confirmation (If-Match), a read-only
+// session by metadata, read its timeline, state at event N, live events appended by another client
+// through another instance, export, delete with the confirmation (If-Match), a read-only
 // credential's view, malformed and refused credentials, failed loads and Retry, the keyboard, and
 // a phone-sized window. A page error or an error answer a test does not expect fails the test.
 import { readFile } from 'node:fs/promises';
 import { sql } from 'kysely';
 import type { Locator, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { AgentSessionClient } from '../../clients/typescript/src/index.js';
+import { buildApp } from '../../src/app.js';
+import { DEFAULT_LIMITS } from '../../src/config.js';
+import { openDatabase } from '../../src/db/connect.js';
 import { insertSubAccount, readOnlyOn } from '../support/principals.js';
-import { createTestApp, type TestApp } from '../support/test-app.js';
+import { TEST_PAGE_TOKEN_KEY, createTestApp, type TestApp } from '../support/test-app.js';
 import { type ConsoleBrowser, DESKTOP, type ExpectedAnswer, PHONE, openBrowser, screenshot } from './console-browser.js';
 
 let t: TestApp;
@@ -292,23 +296,34 @@ describe('the console', () => {
   });
 
   it('shows an event another client appends, live, without reloading', async () => {
-    const page = await signedIn();
-    await api('POST', `/spaces/${spaceId}/users/dora/sessions`, { sessionId: 'live-1', title: 'Live one' });
-    await api('POST', `${sessionPath('dora', 'live-1')}/events`, { author: 'user', content: { parts: [{ text: 'first' }] } });
-    await openSession(page, 'dora', 'live-1');
-    let navigations = 0;
-    page.on('framenavigated', () => navigations++);
-    await page.getByText('Live: 0 new events').waitFor();
+    // Another instance of the service on the same database (with its own connections on
+    // PostgreSQL; PGlite is one connection), written to by the project's own client over HTTP: an
+    // agent on another server. Nothing reaches the console's instance but the database.
+    const own = inject('testBackend').kind === 'postgres' ? await openDatabase({ kind: 'postgres', url: t.database.pool.options.connectionString!, poolMax: 2, statementTimeoutMs: 30_000, connectTimeoutMs: 10_000 }) : undefined;
+    const instance = await buildApp({ db: own?.db ?? t.db, pageTokenKey: TEST_PAGE_TOKEN_KEY, limits: { ...DEFAULT_LIMITS, rateLimitMax: 0 } });
+    try {
+      const agent = new AgentSessionClient({ baseUrl: await instance.listen({ port: 0, host: '127.0.0.1' }), credential: t.account.rootCredential.token });
+      const ids = { spaceId, userId: 'dora', sessionId: 'live-1' };
+      await agent.createSession({ spaceId, userId: 'dora' }, { sessionId: 'live-1', title: 'Live one' });
+      await agent.appendEvents(ids, { author: 'user', content: { parts: [{ text: 'first' }] } });
+      const page = await signedIn();
+      await openSession(page, 'dora', 'live-1');
+      let navigations = 0;
+      page.on('framenavigated', () => navigations++);
+      await page.getByText('Live: 0 new events').waitFor();
 
-    await api('POST', `${sessionPath('dora', 'live-1')}/events`, { author: 'other-instance', content: { parts: [{ text: 'appended elsewhere' }] }, actions: { stateDelta: { turn: 2 } } });
-    await page.locator('.event', { hasText: 'appended elsewhere' }).waitFor();
-    await page.getByText('Live: 1 new event (latest #2)').waitFor();
-    await page.waitForFunction(() => document.querySelector('[data-testid="event-count"]')?.textContent === '2');
-    expect(JSON.parse((await page.getByLabel('Session-scoped state').textContent())!)).toEqual({ turn: 2 });
-    expect(await page.locator('.event').count()).toBe(2);
-    expect(navigations).toBe(0);
-    await screenshot(page, 'session-live');
-    await page.close();
+      await agent.appendEvents(ids, { author: 'other-instance', content: { parts: [{ text: 'appended elsewhere' }] }, actions: { stateDelta: { turn: 2 } } });
+      await page.locator('.event', { hasText: 'appended elsewhere' }).waitFor();
+      await page.getByText('Live: 1 new event (latest #2)').waitFor();
+      await page.waitForFunction(() => document.querySelector('[data-testid="event-count"]')?.textContent === '2');
+      expect(JSON.parse((await page.getByLabel('Session-scoped state').textContent())!)).toEqual({ turn: 2 });
+      expect(await page.locator('.event').count()).toBe(2);
+      expect(navigations).toBe(0);
+      await screenshot(page, 'session-live');
+    } finally {
+      await instance.close();
+      await own?.close();
+    }
   });
 
   it('exports the session as JSON and YAML downloads', async () => {
