@@ -34,12 +34,19 @@ export function signOut(): void {
   sessionStorage.removeItem(STORAGE_KEY);
 }
 
-/** What to show for a failed call: the service's own message and code. */
-export function describeError(error: unknown): string {
-  if (error instanceof AgentSessionError) return `${error.message} (${error.code})`;
-  return error instanceof Error ? error.message : String(error);
+/**
+ * A failed call as the console shows it: the service's code and message, and the request id that
+ * finds the request in the server log (the envelope's, which the client also sent as X-Request-Id).
+ */
+export interface Failure {
+  code: string;
+  message: string;
+  requestId: string | undefined;
 }
 
-export const isAuthFailure = (error: unknown) => error instanceof AgentSessionError && error.code === 'AuthFailure';
+export function toFailure(error: unknown): Failure {
+  if (error instanceof AgentSessionError) return { code: error.code, message: error.message, requestId: error.requestId };
+  return { code: 'ClientError', message: error instanceof Error ? error.message : String(error), requestId: undefined };
+}
 
 export { AgentSessionClient, AgentSessionError };

@@ -1,5 +1,6 @@
 // Small pieces every page uses: messages, the pager, JSON with highlighted changes.
 import type { ComponentChildren } from 'preact';
+import type { Failure, SessionSpace } from './api.js';
 import type { Paged } from './paging.js';
 
 export function ErrorMessage({ message }: { message: string | undefined }) {
@@ -8,6 +9,51 @@ export function ErrorMessage({ message }: { message: string | undefined }) {
     <p class="error" role="alert">
       {message}
     </p>
+  );
+}
+
+/**
+ * A failed call: the service's message, its code and the request id (what a report to the
+ * operator needs), and Retry when the failure was a load that can simply run again.
+ */
+export function FailureMessage({ failure, onRetry }: { failure: Failure | undefined; onRetry?: (() => void) | undefined }) {
+  if (!failure) return null;
+  return (
+    <div class="error" role="alert">
+      <p class="error-text">{failure.message}</p>
+      <p class="error-facts">
+        <span>
+          Code <code data-testid="error-code">{failure.code}</code>
+        </span>
+        {failure.requestId ? (
+          <span>
+            Request id <code data-testid="request-id">{failure.requestId}</code>
+          </span>
+        ) : null}
+      </p>
+      {onRetry ? (
+        <button type="button" class="secondary small" onClick={onRetry}>
+          Retry
+        </button>
+      ) : null}
+    </div>
+  );
+}
+
+/**
+ * A space in a breadcrumb: its name, with the id as the tooltip (ids are what logs and the API
+ * speak of). The id stands in until the name arrives, or when the space cannot be described.
+ */
+export function SpaceName({ spaceId, space, href }: { spaceId: string; space: SessionSpace | undefined; href?: string }) {
+  const name = space?.name ?? spaceId;
+  return href ? (
+    <a href={href} title={spaceId} data-testid="space-crumb">
+      {name}
+    </a>
+  ) : (
+    <span title={spaceId} data-testid="space-crumb">
+      {name}
+    </span>
   );
 }
 

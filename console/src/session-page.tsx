@@ -1,11 +1,11 @@
 // A session: its fields, state by scope, memo and window, the timeline, state at event N, live
 // updates from the event stream, export and delete.
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { type AgentSessionClient, type Session, type SessionAction, type SessionEvent, describeError } from './api.js';
-import { ErrorMessage, JsonView, Pager, Section } from './components.js';
+import { type AgentSessionClient, type Failure, type Session, type SessionAction, type SessionEvent, toFailure } from './api.js';
+import { FailureMessage, JsonView, Pager, Section, SpaceName } from './components.js';
 import { EventCard } from './event-card.js';
 import { RESERVED_METADATA, formatTime, pretty, splitScopes } from './format.js';
-import { usePaged } from './paging.js';
+import { useLoaded, usePaged } from './paging.js';
 import { spaceHref } from './router.js';
 import { StateAtPanel } from './state-at-panel.js';
 
@@ -18,18 +18,16 @@ interface Ids {
 type Loaded = Session & { etag: string };
 
 export function SessionPage({ client, ids }: { client: AgentSessionClient; ids: Ids }) {
-  const [session, setSession] = useState<Loaded | undefined>();
-  const [error, setError] = useState<string | undefined>();
+  const key = `${ids.spaceId}/${ids.userId}/${ids.sessionId}`;
+  const described = useLoaded<Loaded>(key, () => client.describeSession(ids));
+  const session = described.value;
+  // For the breadcrumb only: without it (no permission, say) the crumb shows the id.
+  const space = useLoaded(ids.spaceId, () => client.describeSessionSpace({ spaceId: ids.spaceId }));
   const [actions, setActions] = useState<ReadonlySet<SessionAction>>(new Set());
   const [stateAt, setStateAt] = useState<number | undefined>();
   const [deleted, setDeleted] = useState(false);
-  const key = `${ids.spaceId}/${ids.userId}/${ids.sessionId}`;
 
-  const refresh = () => client.describeSession(ids).then(setSession, (failure: unknown) => setError(describeError(failure)));
   useEffect(() => {
-    setSession(undefined);
-    setError(undefined);
-    void refresh();
     client.getSpacePermissions({ spaceId: ids.spaceId }).then(
       (permissions) => setActions(new Set(permissions.actions)),
       () => setActions(new Set()),
@@ -48,11 +46,11 @@ export function SessionPage({ client, ids }: { client: AgentSessionClient; ids: 
   }
   return (
     <main>
-      <p class="crumbs">
-        <a href="#/spaces">Spaces</a> / <a href={spaceHref(ids.spaceId)}>{ids.spaceId}</a> / <a href={spaceHref(ids.spaceId, { userId: ids.userId })}>{ids.userId}</a> / {ids.sessionId}
-      </p>
+      <nav class="crumbs" aria-label="Breadcrumb">
+        <a href="#/spaces">Spaces</a> / <SpaceName spaceId={ids.spaceId} space={space.value} href={spaceHref(ids.spaceId)} /> / <a href={spaceHref(ids.spaceId, { userId: ids.userId })}>{ids.userId}</a> / {ids.sessionId}
+      </nav>
       <h1>{session ? session.title || '(untitled session)' : 'Session'}</h1>
-      <ErrorMessage message={error} />
+      <FailureMessage failure={described.failure} onRetry={described.reload} />
       {session ? (
         <>
           <SessionActions client={client} ids={ids} session={session} actions={actions} onDeleted={() => setDeleted(true)} />
@@ -61,7 +59,7 @@ export function SessionPage({ client, ids }: { client: AgentSessionClient; ids: 
             <StateSection session={session} />
           </div>
           <div class={stateAt === undefined ? 'history' : 'history with-state'}>
-            <Timeline client={client} ids={ids} startAfterSeq={session.eventCount} selected={stateAt} onShowState={setStateAt} onAppended={() => void refresh()} />
+            <Timeline client={client} ids={ids} startAfterSeq={session.eventCount} selected={stateAt} onShowState={setStateAt} onAppended={described.reload} />
             {stateAt !== undefined ? <StateAtPanel client={client} ids={ids} seq={stateAt} onClose={() => setStateAt(undefined)} /> : null}
           </div>
         </>
@@ -166,27 +164,27 @@ function download(name: string, type: string, text: string) {
 
 function SessionActions({ client, ids, session, actions, onDeleted }: { client: AgentSessionClient; ids: Ids; session: Loaded; actions: ReadonlySet<SessionAction>; onDeleted: () => void }) {
   const dialog = useRef<HTMLDialogElement>(null);
-  const [error, setError] = useState<string | undefined>();
+  const [failure, setFailure] = useState<Failure | undefined>();
   const [busy, setBusy] = useState(false);
   const exportAs = async (format: 'json' | 'yaml') => {
-    setError(undefined);
+    setFailure(undefined);
     try {
       const document = await client.exportSession({ ...ids, format });
       const text = typeof document === 'string' ? document : `${pretty(document)}\n`;
       download(`${ids.sessionId}.${format}`, format === 'json' ? 'application/json' : 'application/yaml', text);
-    } catch (failure) {
-      setError(describeError(failure));
+    } catch (error) {
+      setFailure(toFailure(error));
     }
   };
   const confirmDelete = async () => {
     setBusy(true);
-    setError(undefined);
+    setFailure(undefined);
     try {
       await client.deleteSession(ids, { ifMatch: session.etag });
       dialog.current?.close();
       onDeleted();
-    } catch (failure) {
-      setError(describeError(failure));
+    } catch (error) {
+      setFailure(toFailure(error));
     } finally {
       setBusy(false);
     }
@@ -200,18 +198,18 @@ function SessionActions({ client, ids, session, actions, onDeleted }: { client: 
         </>
       ) : null}
       {actions.has('session:DeleteSession') ? (
-        <button type="button" class="danger" onClick={() => (setError(undefined), dialog.current?.showModal())}>
+        <button type="button" class="danger" onClick={() => (setFailure(undefined), dialog.current?.showModal())}>
           Delete session
         </button>
       ) : null}
       {!actions.has('session:DeleteSession') && !actions.has('session:ExportSession') ? <span class="muted">Read-only access</span> : null}
-      {!dialog.current?.open ? <ErrorMessage message={error} /> : null}
+      {!dialog.current?.open ? <FailureMessage failure={failure} /> : null}
       <dialog ref={dialog} aria-labelledby="delete-heading">
         <h2 id="delete-heading">Delete this session?</h2>
         <p>
           Session <code>{ids.sessionId}</code> of user <code>{ids.userId}</code> and its {session.eventCount} events will be deleted. This cannot be undone. It is deleted only if it is still at revision {session.revision} (If-Match).
         </p>
-        <ErrorMessage message={error} />
+        <FailureMessage failure={failure} />
         <div class="buttons">
           <button type="button" class="danger" disabled={busy} onClick={() => void confirmDelete()}>
             Delete permanently
@@ -308,11 +306,11 @@ function Timeline({
           <label for="events-author">Author</label>
           <input {...field('author')} />
         </div>
-        <div class="field">
+        <div class="field datetime">
           <label for="events-after">After (UTC)</label>
           <input type="datetime-local" step="1" {...field('after')} />
         </div>
-        <div class="field">
+        <div class="field datetime">
           <label for="events-before">Before (UTC)</label>
           <input type="datetime-local" step="1" {...field('before')} />
         </div>
@@ -327,13 +325,13 @@ function Timeline({
           </button>
         </div>
       </form>
-      <ErrorMessage message={events.error} />
+      <FailureMessage failure={events.failure} onRetry={events.reload} />
       <ol class="timeline" aria-label="Events">
         {events.items.map((event) => (
           <EventCard key={event.seq} event={event} selected={selected === event.seq} onShowState={onShowState} />
         ))}
       </ol>
-      {!events.loading && events.items.length === 0 && !events.error ? <p>No events{filtered ? ' match' : ' yet'}.</p> : null}
+      {!events.loading && events.items.length === 0 && !events.failure ? <p>No events{filtered ? ' match' : ' yet'}.</p> : null}
       <Pager paged={events} label="Events" />
     </Section>
   );

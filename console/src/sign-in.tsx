@@ -1,19 +1,28 @@
 import { useState } from 'preact/hooks';
-import { type AgentSessionClient, describeError, signIn } from './api.js';
-import { ErrorMessage } from './components.js';
+import { type AgentSessionClient, type Failure, signIn, toFailure } from './api.js';
+import { ErrorMessage, FailureMessage } from './components.js';
+import { malformedCredential, signInMessage, tokenOf } from './sign-in-messages.js';
 
-export function SignIn({ onSignedIn, notice }: { onSignedIn: (client: AgentSessionClient) => void; notice?: string | undefined }) {
+/** What went wrong: a message about the pasted credential, with the service's answer behind it when there was one. */
+type Refusal = { message: string; failure?: Failure };
+
+export function SignIn({ onSignedIn }: { onSignedIn: (client: AgentSessionClient) => void }) {
   const [credential, setCredential] = useState('');
-  const [error, setError] = useState<string | undefined>(notice);
+  const [refusal, setRefusal] = useState<Refusal | undefined>();
   const [busy, setBusy] = useState(false);
   const submit = async (event: Event) => {
     event.preventDefault();
+    const token = tokenOf(credential);
+    // A token of the wrong shape is named at once: the service could only refuse it.
+    const malformed = malformedCredential(token);
+    setRefusal(malformed === undefined ? undefined : { message: malformed });
+    if (malformed !== undefined) return;
     setBusy(true);
-    setError(undefined);
     try {
-      onSignedIn(await signIn(credential.trim()));
-    } catch (failure) {
-      setError(describeError(failure));
+      onSignedIn(await signIn(token));
+    } catch (error) {
+      const failure = toFailure(error);
+      setRefusal({ message: signInMessage(failure) ?? failure.message, failure });
     } finally {
       setBusy(false);
     }
@@ -37,7 +46,7 @@ export function SignIn({ onSignedIn, notice }: { onSignedIn: (client: AgentSessi
         <button type="submit" disabled={busy || credential.trim() === ''}>
           Sign in
         </button>
-        <ErrorMessage message={error} />
+        {refusal?.failure ? <FailureMessage failure={{ ...refusal.failure, message: refusal.message }} /> : <ErrorMessage message={refusal?.message} />}
       </form>
     </main>
   );

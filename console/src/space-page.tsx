@@ -1,8 +1,8 @@
 import { useEffect, useState } from 'preact/hooks';
-import { type AgentSessionClient, type Session, type SessionSpace, type SpaceUser, describeError } from './api.js';
-import { ErrorMessage, Pager, Section } from './components.js';
+import type { AgentSessionClient, Session, SpaceUser } from './api.js';
+import { FailureMessage, Pager, Section, SpaceName } from './components.js';
 import { RESERVED_METADATA, formatTime } from './format.js';
-import { usePaged } from './paging.js';
+import { useLoaded, usePaged } from './paging.js';
 import { sessionHref, setQuery, spaceHref } from './router.js';
 
 type Filters = Record<'userId' | 'title' | 'titleLike' | 'metadata' | 'orderBy' | 'order', string>;
@@ -19,11 +19,8 @@ function filtersOf(query: URLSearchParams): Filters {
 }
 
 export function SpacePage({ client, spaceId, query }: { client: AgentSessionClient; spaceId: string; query: URLSearchParams }) {
-  const [space, setSpace] = useState<SessionSpace | undefined>();
-  const [spaceError, setSpaceError] = useState<string | undefined>();
-  useEffect(() => {
-    client.describeSessionSpace({ spaceId }).then(setSpace, (error: unknown) => setSpaceError(describeError(error)));
-  }, [client, spaceId]);
+  const described = useLoaded(spaceId, () => client.describeSessionSpace({ spaceId }));
+  const space = described.value;
 
   const filters = filtersOf(query);
   const [draft, setDraft] = useState(filters);
@@ -60,11 +57,11 @@ export function SpacePage({ client, spaceId, query }: { client: AgentSessionClie
 
   return (
     <main>
-      <p class="crumbs">
-        <a href="#/spaces">Spaces</a> / {space?.name ?? spaceId}
-      </p>
+      <nav class="crumbs" aria-label="Breadcrumb">
+        <a href="#/spaces">Spaces</a> / <SpaceName spaceId={spaceId} space={space} />
+      </nav>
       <h1>{space ? space.name : 'Space'}</h1>
-      <ErrorMessage message={spaceError} />
+      <FailureMessage failure={described.failure} onRetry={described.reload} />
       {space ? (
         <p class="muted">
           <code>{space.spaceId}</code> {space.description ? `· ${space.description}` : ''}
@@ -72,7 +69,7 @@ export function SpacePage({ client, spaceId, query }: { client: AgentSessionClie
       ) : null}
       <div class="columns">
         <Section title="Users" id="users">
-          <ErrorMessage message={users.error} />
+          <FailureMessage failure={users.failure} onRetry={users.reload} />
           <div class="table-wrap">
             <table>
               <caption class="visually-hidden">Business users of this space</caption>
@@ -98,7 +95,7 @@ export function SpacePage({ client, spaceId, query }: { client: AgentSessionClie
               </tbody>
             </table>
           </div>
-          {!users.loading && users.items.length === 0 && !users.error ? <p>No users yet.</p> : null}
+          {!users.loading && users.items.length === 0 && !users.failure ? <p>No users yet.</p> : null}
           <Pager paged={users} label="Users" />
         </Section>
         <Section title="Sessions" id="sessions">
@@ -147,7 +144,7 @@ export function SpacePage({ client, spaceId, query }: { client: AgentSessionClie
               </button>
             </div>
           </form>
-          <ErrorMessage message={sessions.error} />
+          <FailureMessage failure={sessions.failure} onRetry={sessions.reload} />
           <div class="table-wrap">
             <table>
               <caption class="visually-hidden">Sessions of this space</caption>
@@ -179,7 +176,7 @@ export function SpacePage({ client, spaceId, query }: { client: AgentSessionClie
               </tbody>
             </table>
           </div>
-          {!sessions.loading && sessions.items.length === 0 && !sessions.error ? <p>No session matches.</p> : null}
+          {!sessions.loading && sessions.items.length === 0 && !sessions.failure ? <p>No session matches.</p> : null}
           <Pager paged={sessions} label="Sessions" />
         </Section>
       </div>

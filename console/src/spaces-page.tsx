@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import type { AgentSessionClient, SessionSpace } from './api.js';
-import { ErrorMessage, Pager, Section } from './components.js';
+import { FailureMessage, Pager, Section } from './components.js';
 import { formatTime } from './format.js';
 import { usePaged } from './paging.js';
 import { setQuery, spaceHref } from './router.js';
@@ -31,7 +31,7 @@ export function SpacesPage({ client, query }: { client: AgentSessionClient; quer
         </form>
       </Section>
       <Section title="All spaces" id="space-list">
-        <ErrorMessage message={spaces.error} />
+        <FailureMessage failure={spaces.failure} onRetry={spaces.reload} />
         <div class="table-wrap">
           <table>
             <caption class="visually-hidden">Session spaces</caption>
@@ -60,7 +60,7 @@ export function SpacesPage({ client, query }: { client: AgentSessionClient; quer
             </tbody>
           </table>
         </div>
-        {!spaces.loading && spaces.items.length === 0 && !spaces.error ? <p>No space matches.</p> : null}
+        {!spaces.loading && spaces.items.length === 0 && !spaces.failure ? <p>No space matches.</p> : null}
         <Pager paged={spaces} label="Spaces" />
       </Section>
     </main>

@@ -1,25 +1,20 @@
 // "State at event N": the session state right after one event, replayed by the server, with the
 // values that event changed marked.
-import { useEffect, useRef, useState } from 'preact/hooks';
-import { type AgentSessionClient, type StateAtEvent, describeError } from './api.js';
-import { ErrorMessage, JsonView, pathKey } from './components.js';
+import { useEffect, useRef } from 'preact/hooks';
+import type { AgentSessionClient } from './api.js';
+import { FailureMessage, JsonView, pathKey } from './components.js';
+import { useLoaded } from './paging.js';
 
 export function StateAtPanel({ client, ids, seq, onClose }: { client: AgentSessionClient; ids: { spaceId: string; userId: string; sessionId: string }; seq: number; onClose: () => void }) {
-  const [answer, setResult] = useState<StateAtEvent | undefined>();
   // Until the answer for this seq arrives, the previous one is not shown under the new heading.
-  const result = answer?.event.seq === seq ? answer : undefined;
-  const [error, setError] = useState<string | undefined>();
+  const replay = useLoaded(`${ids.spaceId}/${ids.userId}/${ids.sessionId}/${seq}`, () => client.getStateAtEvent({ ...ids, seq }));
+  const result = replay.value;
   const heading = useRef<HTMLHeadingElement>(null);
   // Keyboard and screen-reader users land on the panel they opened.
   useEffect(() => {
     heading.current?.focus();
     heading.current?.scrollIntoView({ block: 'nearest' });
   }, [seq]);
-  useEffect(() => {
-    setResult(undefined);
-    setError(undefined);
-    client.getStateAtEvent({ ...ids, seq }).then(setResult, (failure: unknown) => setError(describeError(failure)));
-  }, [client, ids.spaceId, ids.userId, ids.sessionId, seq]);
   const highlighted = new Set((result?.changes ?? []).filter((change) => change.kind !== 'removed').map((change) => pathKey(change.path)));
   const shared = result ? { ...result.sharedDelta.user, ...result.sharedDelta.app } : {};
   return (
@@ -30,7 +25,7 @@ export function StateAtPanel({ client, ids, seq, onClose }: { client: AgentSessi
           Close
         </button>
       </div>
-      <ErrorMessage message={error} />
+      <FailureMessage failure={replay.failure} onRetry={replay.reload} />
       {result ? (
         <>
           {!result.initialStateKnown ? <p class="muted">This session's initial state is not known (imported, or older than this service version): the replay starts from {'{}'}.</p> : null}
@@ -57,7 +52,7 @@ export function StateAtPanel({ client, ids, seq, onClose }: { client: AgentSessi
             </>
           ) : null}
         </>
-      ) : error ? null : (
+      ) : replay.failure ? null : (
         <p aria-live="polite">Replaying…</p>
       )}
     </section>

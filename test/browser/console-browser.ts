@@ -1,5 +1,7 @@
 // The Debian chromium (apt-get install chromium), driven by playwright-core: nothing is downloaded.
-// Each browser gets a fresh profile directory, removed when it closes.
+// Each browser gets a fresh profile directory, removed when it closes. What goes wrong in a page
+// (an uncaught error, an error answer no test expected) is collected, and `takeProblems` hands it
+// to the test, which fails on it.
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -22,9 +24,25 @@ const ARGS = [
 export const DESKTOP = { width: 1280, height: 800 };
 export const PHONE = { width: 390, height: 844 };
 
+/** An error answer a test expects, by status and URL: any other 4xx or 5xx fails the test. */
+export interface ExpectedAnswer {
+  status: number;
+  url: RegExp;
+}
+
+export interface PageOptions {
+  viewport?: { width: number; height: number };
+  expectedAnswers?: ExpectedAnswer[];
+}
+
 export interface ConsoleBrowser {
   context: BrowserContext;
-  newPage(viewport?: { width: number; height: number }): Promise<Page>;
+  newPage(options?: PageOptions): Promise<Page>;
+  /**
+   * Closes the pages opened since the last call and answers their page errors and unexpected error
+   * answers: a test's afterEach expects none.
+   */
+  endTest(): Promise<string[]>;
   close(): Promise<void>;
 }
 
@@ -39,15 +57,27 @@ export async function openBrowser(): Promise<ConsoleBrowser> {
     acceptDownloads: true,
   });
   context.setDefaultTimeout(10_000);
+  let problems: string[] = [];
+  let pages: Page[] = [];
   return {
     context,
-    async newPage(viewport = DESKTOP) {
+    async newPage({ viewport = DESKTOP, expectedAnswers = [] } = {}) {
       const page = await context.newPage();
-      // What the page itself reports goes to the test's output, where a failure is read.
-      page.on('pageerror', (error) => console.error(`[console page error] ${error.message}`));
-      page.on('response', (response) => response.status() >= 400 && console.error(`[console request] ${response.status()} ${response.request().method()} ${response.url()}`));
+      pages.push(page);
+      page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
+      page.on('response', (response) => {
+        const status = response.status();
+        if (status < 400 || expectedAnswers.some((expected) => expected.status === status && expected.url.test(response.url()))) return;
+        problems.push(`unexpected answer: ${status} ${response.request().method()} ${response.url()}`);
+      });
       await page.setViewportSize(viewport);
       return page;
+    },
+    async endTest() {
+      await Promise.all(pages.map((page) => page.close()));
+      const taken = problems;
+      [pages, problems] = [[], []];
+      return taken;
     },
     async close() {
       await context.close();

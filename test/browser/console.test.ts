@@ -1,14 +1,20 @@
 /// <reference lib="dom" />
-// The console (/console, issue 13) in a real Chromium against the real app on a socket: sign in,
-// find a session by metadata, read its timeline, state at event N, live events appended by another
-// client, export, delete with the confirmation (If-Match), a read-only credential's view, a wrong
-// credential, the keyboard, and a phone-sized window.
+// The console (/console) in a real Chromium against the real app on a socket: sign in, find a
+// session by metadata, read its timeline, state at event N, live events appended by another client
+// through another instance, export, delete with the confirmation (If-Match), a read-only
+// credential's view, malformed and refused credentials, failed loads and Retry, the keyboard, and
+// a phone-sized window. A page error or an error answer a test does not expect fails the test.
 import { readFile } from 'node:fs/promises';
-import type { Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sql } from 'kysely';
+import type { Locator, Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { AgentSessionClient } from '../../clients/typescript/src/index.js';
+import { buildApp } from '../../src/app.js';
+import { DEFAULT_LIMITS } from '../../src/config.js';
+import { openDatabase } from '../../src/db/connect.js';
 import { insertSubAccount, readOnlyOn } from '../support/principals.js';
-import { createTestApp, type TestApp } from '../support/test-app.js';
-import { type ConsoleBrowser, PHONE, openBrowser, screenshot } from './console-browser.js';
+import { TEST_PAGE_TOKEN_KEY, createTestApp, type TestApp } from '../support/test-app.js';
+import { type ConsoleBrowser, DESKTOP, type ExpectedAnswer, PHONE, openBrowser, screenshot } from './console-browser.js';
 
 let t: TestApp;
 let origin: string;
@@ -62,13 +68,16 @@ beforeAll(async () => {
   await seed();
   browser = await openBrowser();
 });
+afterEach(async () => {
+  expect(await browser.endTest()).toEqual([]);
+});
 afterAll(async () => {
   await browser?.close();
   await t?.close();
 });
 
-async function signedIn(token = t.account.rootCredential.token, viewport?: { width: number; height: number }): Promise<Page> {
-  const page = await browser.newPage(viewport);
+async function signedIn({ token = t.account.rootCredential.token, viewport, expectedAnswers }: { token?: string; viewport?: { width: number; height: number }; expectedAnswers?: ExpectedAnswer[] } = {}): Promise<Page> {
+  const page = await browser.newPage({ ...(viewport ? { viewport } : {}), ...(expectedAnswers ? { expectedAnswers } : {}) });
   await page.goto(`${origin}/console/`);
   await page.getByLabel('Credential').fill(token);
   await page.getByRole('button', { name: 'Sign in' }).click();
@@ -80,6 +89,16 @@ async function openSession(page: Page, userId: string, sessionId: string): Promi
   await page.goto(`${origin}/console/#${sessionPath(userId, sessionId)}`);
   await page.getByRole('heading', { name: 'Timeline' }).waitFor();
   await page.locator('.event').first().waitFor();
+}
+
+/** Presses Tab (or Shift+Tab) until `target` has the focus, as a keyboard user would; fails when it never does. */
+async function tabTo(page: Page, target: Locator, key: 'Tab' | 'Shift+Tab' = 'Tab', limit = 100): Promise<void> {
+  await target.waitFor();
+  for (let presses = 0; presses < limit; presses++) {
+    if (await target.evaluate((element) => element === document.activeElement)) return;
+    await page.keyboard.press(key);
+  }
+  throw new Error(`${limit} presses of ${key} never reached ${target}`);
 }
 
 describe('the console', () => {
@@ -113,34 +132,71 @@ describe('the console', () => {
     await page.close();
   });
 
-  it('shows the service\'s message for a wrong credential', async () => {
-    const wrong = `AKID${'x'.repeat(32)}.${'y'.repeat(43)}`;
-    const expected = await t.request({ method: 'GET', url: '/v1/spaces?pageSize=1', token: wrong });
-    expect(expected.statusCode).toBe(401);
+  it('answers a malformed credential about the pasted token without asking the service, and takes the token out of a pasted header line', async () => {
     const page = await browser.newPage();
+    const asked: string[] = [];
+    page.on('request', (request) => request.url().includes('/v1/') && asked.push(request.url()));
     await page.goto(`${origin}/console/`);
-    await page.getByLabel('Credential').fill(wrong);
+    await page.getByLabel('Credential').fill(t.account.rootCredential.token.replace('.', ''));
     await page.getByRole('button', { name: 'Sign in' }).click();
     const alert = page.getByRole('alert');
     await alert.waitFor();
-    expect(await alert.textContent()).toBe(`${expected.json().error.message} (AuthFailure)`);
+    expect(await alert.textContent()).toBe(
+      'This credential is malformed: expected <secretId>.<secretKey>, the token shown once when the credential was created. It has no "." between the secretId and the secretKey.',
+    );
+    expect(asked).toEqual([]);
+    await screenshot(page, 'sign-in-malformed');
+
+    // Copied from a curl command: the header line around the token is not the person's mistake.
+    await page.getByLabel('Credential').fill(`Authorization: Bearer ${t.account.rootCredential.token}`);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('link', { name: 'Support desk' }).waitFor();
+    expect(await page.evaluate(() => Object.values(sessionStorage))).toEqual([t.account.rootCredential.token]);
+  });
+
+  it('answers a refused credential about the pasted token, with the service\'s code and request id', async () => {
+    const wrong = `AKID${'x'.repeat(32)}.${'y'.repeat(43)}`;
+    const page = await browser.newPage({ expectedAnswers: [{ status: 401, url: /\/v1\/spaces\?pageSize=1$/ }] });
+    await page.goto(`${origin}/console/`);
+    await page.getByLabel('Credential').fill(wrong);
+    const [refused] = await Promise.all([page.waitForResponse((response) => response.url().includes('/v1/spaces')), page.getByRole('button', { name: 'Sign in' }).click()]);
+    const envelope = (await refused.json()).error;
+    expect([refused.status(), envelope.code]).toEqual([401, 'AuthFailure']);
+    const alert = page.getByRole('alert');
+    await alert.waitFor();
+    expect(await alert.locator('.error-text').textContent()).toBe(
+      'This credential was refused: it is unknown, disabled, or its secretKey is wrong. Check that you pasted the whole token, or create a new credential.',
+    );
+    expect(await alert.getByTestId('error-code').textContent()).toBe('AuthFailure');
+    expect(await alert.getByTestId('request-id').textContent()).toBe(refused.headers()['x-request-id']);
+    expect(envelope.requestId).toBe(refused.headers()['x-request-id']);
+    // The service's message to API clients speaks of a header the person never typed.
+    expect(await alert.textContent()).not.toContain('Authorization');
     expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
-    await screenshot(page, 'sign-in-wrong');
-    await page.close();
+    await screenshot(page, 'sign-in-refused');
   });
 
   it('lists spaces by name and the users of a space with their session count and last activity', async () => {
+    // Bob's only session last changed at a known time, apart from the others' (all seeded within
+    // the same second or so): his row must show this one, not another user's or a creation time.
+    const bobsLastActivity = '2026-01-02T03:04:05.678Z';
+    await t.db.updateTable('sessions').set({ update_time: new Date(bobsLastActivity) }).where('space_id', '=', spaceId).where('user_id', '=', 'bob').execute();
+    const carolsNewest = (await api('GET', `/spaces/${spaceId}/sessions?userId=carol&orderBy=updateTime&order=desc&pageSize=1`)).sessions[0].updateTime as string;
     const page = await signedIn();
     await page.getByLabel('Name contains').fill('Support');
     await page.getByRole('button', { name: 'Filter' }).click();
     await page.waitForFunction(() => document.querySelectorAll('tbody tr').length === 1);
     await page.getByRole('link', { name: 'Support desk' }).click();
     await page.getByRole('link', { name: 'Sessions of user carol' }).waitFor();
-    const users = await page.locator('#users-heading + * tbody tr, section[aria-labelledby="users-heading"] tbody tr').allTextContents();
-    expect(users.some((row) => row.startsWith('carol25'))).toBe(true);
-    expect(users.some((row) => row.startsWith('alice1'))).toBe(true);
+    const rows = await page.locator('section[aria-labelledby="users-heading"] tbody tr').evaluateAll((trs) =>
+      Object.fromEntries(trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)).map(([user, count, last]) => [user, { count, last }])),
+    );
+    // As the console writes times: UTC to the second.
+    const shown = (iso: string) => iso.replace('T', ' ').replace(/\.\d{3}Z$/, 'Z');
+    expect(rows.bob).toEqual({ count: '1', last: '2026-01-02 03:04:05Z' });
+    expect(rows.carol).toEqual({ count: '25', last: shown(carolsNewest) });
+    expect(rows.alice?.count).toBe('1');
     await screenshot(page, 'space');
-    await page.close();
   });
 
   it('pages through a space\'s sessions and filters them by user and title', async () => {
@@ -240,23 +296,34 @@ describe('the console', () => {
   });
 
   it('shows an event another client appends, live, without reloading', async () => {
-    const page = await signedIn();
-    await api('POST', `/spaces/${spaceId}/users/dora/sessions`, { sessionId: 'live-1', title: 'Live one' });
-    await api('POST', `${sessionPath('dora', 'live-1')}/events`, { author: 'user', content: { parts: [{ text: 'first' }] } });
-    await openSession(page, 'dora', 'live-1');
-    let navigations = 0;
-    page.on('framenavigated', () => navigations++);
-    await page.getByText('Live: 0 new events').waitFor();
+    // Another instance of the service on the same database (with its own connections on
+    // PostgreSQL; PGlite is one connection), written to by the project's own client over HTTP: an
+    // agent on another server. Nothing reaches the console's instance but the database.
+    const own = inject('testBackend').kind === 'postgres' ? await openDatabase({ kind: 'postgres', url: t.database.pool.options.connectionString!, poolMax: 2, statementTimeoutMs: 30_000, connectTimeoutMs: 10_000 }) : undefined;
+    const instance = await buildApp({ db: own?.db ?? t.db, pageTokenKey: TEST_PAGE_TOKEN_KEY, limits: { ...DEFAULT_LIMITS, rateLimitMax: 0 } });
+    try {
+      const agent = new AgentSessionClient({ baseUrl: await instance.listen({ port: 0, host: '127.0.0.1' }), credential: t.account.rootCredential.token });
+      const ids = { spaceId, userId: 'dora', sessionId: 'live-1' };
+      await agent.createSession({ spaceId, userId: 'dora' }, { sessionId: 'live-1', title: 'Live one' });
+      await agent.appendEvents(ids, { author: 'user', content: { parts: [{ text: 'first' }] } });
+      const page = await signedIn();
+      await openSession(page, 'dora', 'live-1');
+      let navigations = 0;
+      page.on('framenavigated', () => navigations++);
+      await page.getByText('Live: 0 new events').waitFor();
 
-    await api('POST', `${sessionPath('dora', 'live-1')}/events`, { author: 'other-instance', content: { parts: [{ text: 'appended elsewhere' }] }, actions: { stateDelta: { turn: 2 } } });
-    await page.locator('.event', { hasText: 'appended elsewhere' }).waitFor();
-    await page.getByText('Live: 1 new event (latest #2)').waitFor();
-    await page.waitForFunction(() => document.querySelector('[data-testid="event-count"]')?.textContent === '2');
-    expect(JSON.parse((await page.getByLabel('Session-scoped state').textContent())!)).toEqual({ turn: 2 });
-    expect(await page.locator('.event').count()).toBe(2);
-    expect(navigations).toBe(0);
-    await screenshot(page, 'session-live');
-    await page.close();
+      await agent.appendEvents(ids, { author: 'other-instance', content: { parts: [{ text: 'appended elsewhere' }] }, actions: { stateDelta: { turn: 2 } } });
+      await page.locator('.event', { hasText: 'appended elsewhere' }).waitFor();
+      await page.getByText('Live: 1 new event (latest #2)').waitFor();
+      await page.waitForFunction(() => document.querySelector('[data-testid="event-count"]')?.textContent === '2');
+      expect(JSON.parse((await page.getByLabel('Session-scoped state').textContent())!)).toEqual({ turn: 2 });
+      expect(await page.locator('.event').count()).toBe(2);
+      expect(navigations).toBe(0);
+      await screenshot(page, 'session-live');
+    } finally {
+      await instance.close();
+      await own?.close();
+    }
   });
 
   it('exports the session as JSON and YAML downloads', async () => {
@@ -277,7 +344,7 @@ describe('the console', () => {
   it('deletes a session only after the confirmation, with If-Match: a changed session is refused with the service\'s message', async () => {
     await api('POST', `/spaces/${spaceId}/users/erin/sessions`, { sessionId: 'doomed', title: 'Doomed' });
     await api('POST', `${sessionPath('erin', 'doomed')}/events`, { author: 'user', content: { parts: [{ text: 'bye' }] } });
-    const page = await signedIn();
+    const page = await signedIn({ expectedAnswers: [{ status: 412, url: /\/sessions\/doomed$/ }] });
     await openSession(page, 'erin', 'doomed');
 
     await page.getByRole('button', { name: 'Delete session' }).click();
@@ -294,7 +361,7 @@ describe('the console', () => {
     await dialog.getByRole('button', { name: 'Delete permanently' }).click();
     const refusal = dialog.getByRole('alert');
     await refusal.waitFor();
-    expect(await refusal.textContent()).toContain('(FailedOperation.PreconditionFailed)');
+    expect(await refusal.getByTestId('error-code').textContent()).toBe('FailedOperation.PreconditionFailed');
     expect((await api('GET', sessionPath('erin', 'doomed'))).title).toBe('Renamed elsewhere');
     await dialog.getByRole('button', { name: 'Cancel' }).click();
 
@@ -309,7 +376,9 @@ describe('the console', () => {
   });
 
   it('shows a read-only sub-account no delete or export, and the service\'s message when it is refused', async () => {
-    const page = await signedIn(readOnlyToken);
+    const defaultSpace = t.account.defaultSpaceId;
+    // Every load of the space it may not describe is refused.
+    const page = await signedIn({ token: readOnlyToken, expectedAnswers: [{ status: 403, url: new RegExp(`/v1/spaces/${defaultSpace}(/|$|\\?)`) }] });
     // The list of spaces shows only the space it may describe.
     expect(await page.locator('tbody tr').allTextContents()).toHaveLength(1);
     await openSession(page, 'alice', 'trip-42');
@@ -318,14 +387,87 @@ describe('the console', () => {
     expect(await page.getByRole('button', { name: 'Export JSON' }).count()).toBe(0);
     await screenshot(page, 'session-read-only');
 
-    const defaultSpace = t.account.defaultSpaceId;
     const expected = await t.request({ method: 'GET', url: `/v1/spaces/${defaultSpace}`, token: readOnlyToken });
     expect(expected.statusCode).toBe(403);
     await page.goto(`${origin}/console/#/spaces/${defaultSpace}`);
     const alert = page.getByRole('alert').first();
     await alert.waitFor();
-    expect(await alert.textContent()).toBe(`${expected.json().error.message} (UnauthorizedOperation)`);
+    expect(await alert.locator('.error-text').textContent()).toBe(expected.json().error.message);
+    expect(await alert.getByTestId('error-code').textContent()).toBe('UnauthorizedOperation');
     await page.close();
+  });
+
+  it('shows a failed load\'s message, code and request id, and Retry runs the load again', async () => {
+    const page = await signedIn({ expectedAnswers: [{ status: 500, url: new RegExp(`/v1/spaces/${spaceId}/users\\?`) }] });
+    const usersAnswer = () => page.waitForResponse((response) => response.url().includes(`/v1/spaces/${spaceId}/users?`));
+    const alert = page.locator('section[aria-labelledby="users-heading"]').getByRole('alert');
+    // A real failure of the server: a column the users' query reads (and no other load of the page)
+    // is away, so the query fails (InternalError).
+    await sql`ALTER TABLE space_users RENAME COLUMN session_count TO session_count_away`.execute(t.db);
+    try {
+      const [failed] = await Promise.all([usersAnswer(), page.goto(`${origin}/console/#/spaces/${spaceId}`)]);
+      const envelope = (await failed.json()).error;
+      expect([failed.status(), envelope.code]).toEqual([500, 'InternalError']);
+      await alert.waitFor();
+      expect(await alert.locator('.error-text').textContent()).toBe(envelope.message);
+      expect(await alert.getByTestId('error-code').textContent()).toBe('InternalError');
+      // The id the server logged the failure under (its X-Request-Id), for a report to an operator.
+      expect(await alert.getByTestId('request-id').textContent()).toBe(failed.headers()['x-request-id']);
+      expect(envelope.requestId).toBe(failed.headers()['x-request-id']);
+      // Only the failed part: the sessions beside it loaded.
+      await page.getByRole('link', { name: 'Carol 24' }).waitFor();
+      await screenshot(page, 'failed-load');
+    } finally {
+      await sql`ALTER TABLE space_users RENAME COLUMN session_count_away TO session_count`.execute(t.db);
+    }
+    const [retried] = await Promise.all([usersAnswer(), alert.getByRole('button', { name: 'Retry' }).click()]);
+    expect(retried.status()).toBe(200);
+    await page.getByRole('link', { name: 'Sessions of user carol' }).waitFor();
+    expect(await alert.count()).toBe(0);
+    await screenshot(page, 'failed-load-retried');
+  });
+
+  it('names the space in the breadcrumb, with its id as the title', async () => {
+    const page = await signedIn();
+    await openSession(page, 'alice', 'trip-42');
+    const crumbs = page.getByRole('navigation', { name: 'Breadcrumb' });
+    await crumbs.getByRole('link', { name: 'Support desk' }).waitFor();
+    expect(await crumbs.textContent()).toBe('Spaces / Support desk / alice / trip-42');
+    expect(await crumbs.getByTestId('space-crumb').getAttribute('title')).toBe(spaceId);
+    await screenshot(page, 'breadcrumb-session');
+
+    await crumbs.getByRole('link', { name: 'Support desk' }).click();
+    await page.getByRole('heading', { name: 'Support desk', level: 1 }).waitFor();
+    expect(await crumbs.textContent()).toBe('Spaces / Support desk');
+    expect(await crumbs.getByTestId('space-crumb').getAttribute('title')).toBe(spaceId);
+  });
+
+  it('keeps the timeline\'s date filters readable with the state-at panel open, wide or narrow', async () => {
+    // The narrowest window that still shows the panel beside the timeline (the layout stacks at 900 px), and the others the tests use.
+    for (const [name, viewport] of [['desktop', DESKTOP], ['narrow', { width: 960, height: 800 }], ['phone', PHONE]] as const) {
+      const page = await signedIn({ viewport });
+      await openSession(page, 'alice', 'trip-42');
+      await page.getByRole('button', { name: 'State after event 3' }).click();
+      await page.getByLabel('Session state after event 3').waitFor();
+      // Each date input is at least as wide as Chromium draws it by itself (all of mm/dd/yyyy, hh:mm:ss AM).
+      const squeezed = await page.evaluate(() =>
+        ['events-after', 'events-before'].flatMap((id) => {
+          const input = document.getElementById(id)!;
+          const natural = input.cloneNode() as HTMLInputElement;
+          natural.removeAttribute('id');
+          natural.style.cssText = 'position: absolute; width: auto; visibility: hidden';
+          input.parentElement!.append(natural);
+          const needed = natural.getBoundingClientRect().width;
+          natural.remove();
+          const width = input.getBoundingClientRect().width;
+          return width + 0.5 < needed ? [`${id}: ${width} px of the ${needed} px it needs`] : [];
+        }),
+      );
+      expect(squeezed, name).toEqual([]);
+      expect(await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth), name).toBeLessThanOrEqual(0);
+      await screenshot(page, `state-at-filters-${name}`);
+      await page.close();
+    }
   });
 
   it('works with the keyboard alone', async () => {
@@ -335,28 +477,36 @@ describe('the console', () => {
     expect(await page.evaluate(() => document.activeElement?.id)).toBe('credential');
     await page.keyboard.type(t.account.rootCredential.token);
     await page.keyboard.press('Enter');
-    await page.getByRole('link', { name: 'Support desk' }).waitFor();
 
-    await openSession(page, 'alice', 'trip-42');
-    await page.getByRole('button', { name: 'State after event 2' }).focus();
+    // From the list of spaces to a session, by links reached with Tab and followed with Enter.
+    await tabTo(page, page.getByRole('link', { name: 'Support desk' }));
+    await page.keyboard.press('Enter');
+    await tabTo(page, page.getByRole('link', { name: 'Sessions of user alice' }));
+    await page.keyboard.press('Enter');
+    await page.waitForFunction(() => document.querySelectorAll('section[aria-labelledby="sessions-heading"] tbody tr').length === 1);
+    await tabTo(page, page.getByRole('link', { name: 'Trip to Lisbon' }));
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'Trip to Lisbon', level: 1 }).waitFor();
+    await page.locator('.event').first().waitFor();
+
+    await tabTo(page, page.getByRole('button', { name: 'State after event 2' }));
     await page.keyboard.press('Enter');
     await page.getByLabel('Session state after event 2').waitFor();
     expect(await page.evaluate(() => document.activeElement?.id)).toBe('state-at-heading');
 
-    // A function call opens with the keyboard.
-    const summary = page.locator('.event').nth(1).locator('details.call summary');
-    await summary.focus();
+    // A function call opens with the keyboard; it is above the panel that has the focus.
+    const call = page.locator('.event').nth(1).locator('details.call');
+    await tabTo(page, call.locator('summary'), 'Shift+Tab');
     await page.keyboard.press('Enter');
-    expect(await page.locator('.event').nth(1).locator('details.call').getAttribute('open')).not.toBeNull();
+    expect(await call.getAttribute('open')).not.toBeNull();
 
     // The delete dialog takes the focus and closes on Escape.
-    await page.getByRole('button', { name: 'Delete session' }).focus();
+    await tabTo(page, page.getByRole('button', { name: 'Delete session' }), 'Shift+Tab');
     await page.keyboard.press('Enter');
     await page.getByRole('dialog').waitFor();
     expect(await page.evaluate(() => document.activeElement?.closest('dialog') !== null)).toBe(true);
     await page.keyboard.press('Escape');
     expect(await page.getByRole('dialog').isVisible()).toBe(false);
-    await page.close();
   });
 
   it('labels every control', async () => {
@@ -382,7 +532,7 @@ describe('the console', () => {
   });
 
   it('fits a phone-sized window without sideways scrolling', async () => {
-    const page = await signedIn(undefined, PHONE);
+    const page = await signedIn({ viewport: PHONE });
     const overflow = () => page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
     expect(await overflow()).toBeLessThanOrEqual(0);
     await screenshot(page, 'phone-spaces');
