@@ -18,6 +18,7 @@ import { metricsRoutes, registerMetrics } from './http/metrics.js';
 import { openapiTransformObject } from './http/openapi-document.js';
 import { type RateLimitRedis, rateLimitCounters, registerRateLimit } from './http/rate-limit.js';
 import { registerRequestTextRules } from './http/request-text.js';
+import { usedSignatures } from './http/used-signatures.js';
 import type { AppDeps, ZodApp } from './http/zod-app.js';
 import type { PoolStats } from './lib/metrics-registry.js';
 import { PageTokens } from './lib/page-token.js';
@@ -48,7 +49,10 @@ export interface BuildAppOptions {
    * credential. The app owns it from here: closing the app closes its listener.
    */
   credentialCache?: ListeningCredentialCache | undefined;
-  /** REDIS_URL's client (connectRateLimitRedis): the rate limit is counted there, across instances. Closed with the app. */
+  /**
+   * REDIS_URL's client (connectRateLimitRedis): the rate limit is counted there, and the used API 3.0
+   * signatures are kept there, across instances. Closed with the app.
+   */
   rateLimitRedis?: RateLimitRedis | undefined;
   /** TENCENT_API_PATH: the API 3.0 endpoint answers POST on it as well as on `/`. */
   tencentApiPath?: string | undefined;
@@ -206,7 +210,9 @@ export async function buildApp({
     { prefix: '/v1' },
   );
   // The Tencent Cloud API 3.0 face: signed requests, the same services (modules/tencent).
-  await app.register(async (scope) => tencentApiRoutes(scope as ZodApp, deps, { extraPath: tencentApiPath, credentialCache: cache, rateLimitCounters: counters }));
+  await app.register(async (scope) =>
+    tencentApiRoutes(scope as ZodApp, deps, { extraPath: tencentApiPath, credentialCache: cache, rateLimitCounters: counters, usedSignatures: usedSignatures(rateLimitRedis) }),
+  );
   return app;
 }
 
