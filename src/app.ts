@@ -160,7 +160,9 @@ export async function buildApp({
             '`X-TC-Timestamp` and `Authorization: TC3-HMAC-SHA256 Credential=<secretId>/<date>/<service>/tc3_request, SignedHeaders=content-type;host, Signature=…` ' +
             'computed with the secretKey of a credential of this service. Bodies and answers are the official SDK models\' JSON (PascalCase); every answer is ' +
             'HTTP 200 `{"Response": {..., "RequestId"}}`, errors `{"Response": {"Error": {"Code", "Message"}, "RequestId"}}`. Use an official Tencent Cloud SDK ' +
-            'with its endpoint set to this server (README, "Use the Tencent Cloud SDK"; docs/tencent-api.md). The operations are not listed below: they share one path.',
+            'with its endpoint set to this server (README, "Use the Tencent Cloud SDK"; docs/tencent-api.md). Each signature is accepted once (a repeat answers ' +
+            '`AuthFailure.SignatureFailure`). The list actions page by `Offset` up to 10000 (past it `InvalidParameterValue`), skipped in the database. ' +
+            'The operations are not listed below: they share one path.',
         },
       ],
     },
