@@ -1,4 +1,4 @@
-// API 3.0 Offset paging (DescribeEvents, DescribeSessions) is bounded: the rows before the Offset
+// API 3.0 Offset paging (DescribeEvents, DescribeSessions, DescribeSessionSpaces) is bounded: the rows before the Offset
 // are skipped in the database on their keys alone, never read whole or brought into the process,
 // and an Offset past MAX_OFFSET is refused. (Before, the pages before the Offset were read and
 // dropped here: Offset 1e12 on a session of 300 events of 200 kB grew the process by 1.4 GB.)
@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DB } from '../../src/db/schema.js';
 import { listEvents } from '../../src/modules/events/events.repository.js';
 import { listSessionRows } from '../../src/modules/sessions/sessions.repository.js';
+import { listSpaces } from '../../src/modules/spaces/spaces.repository.js';
 import { MAX_OFFSET } from '../../src/modules/tencent/tc3-models.js';
 import { changedTables, tableFingerprints } from '../support/db-snapshot.js';
 import { insertSession, insertSpace } from '../support/fixtures.js';
@@ -97,6 +98,17 @@ describe('an Offset inside the range', () => {
     const ofUser3 = all.filter((id) => id.startsWith('user-3/'));
     expect(await page({ UserIds: ['user-3'], Offset: 10, Limit: 5 })).toEqual({ ids: ofUser3.slice(10, 15), total: ofUser3.length });
   });
+  it('answers DescribeSessionSpaces the page the full listing has there (oldest first), filters applied in the database', async () => {
+    for (let i = 0; i < 12; i++) await insertSpace(t.db, t.account.accountId, `paged ${i % 3} ${i}`);
+    const all = await restListing('/v1/spaces', (body) => (body.spaces as { spaceId: string }[]).map((space) => space.spaceId));
+    const page = async (fields: Fields) => {
+      const answer = (await call('DescribeSessionSpaces', fields)) as { SessionSpaces: { SpaceId: string }[]; TotalCount: number };
+      return { ids: answer.SessionSpaces.map((space) => space.SpaceId), total: answer.TotalCount };
+    };
+    expect(await page({ Offset: 5, Limit: 4 })).toEqual({ ids: all.slice(5, 9), total: all.length });
+    const named = await restListing('/v1/spaces?nameLike=paged', (body) => (body.spaces as { spaceId: string; name: string }[]).filter((space) => !space.name.startsWith('paged 2')).map((space) => space.spaceId));
+    expect(await page({ Filters: [{ Name: 'name-like', Values: ['paged 0', 'paged 1'] }], Offset: 3, Limit: 3 })).toEqual({ ids: named.slice(3, 6), total: 8 });
+  });
 });
 
 describe('an Offset past MAX_OFFSET', () => {
@@ -177,5 +189,16 @@ describe('the seek is done in SQL, on keys alone', () => {
     const columns = scannedColumns(subtrees[0]!, 'sessions');
     expect([...columns].filter((column) => !['account_id', 'space_id', 'user_id', 'session_id', 'update_time'].includes(column))).toEqual([]);
     expect(columns.has('session_id')).toBe(true);
+  });
+
+  it('DescribeSessionSpaces: the scan under LIMIT … OFFSET outputs only the keys and the order column', async () => {
+    const { rows, statement } = await recorded((db) => listSpaces(db, t.account.accountId, {}, undefined, 3, 4));
+    expect(rows).toHaveLength(3);
+    expect(statement.sql).toMatch(/\blimit \$\d+ offset \$\d+/);
+    const subtrees = await limitSubtrees(statement);
+    expect(subtrees).toHaveLength(1);
+    const columns = scannedColumns(subtrees[0]!, 'session_spaces');
+    expect([...columns].filter((column) => !['account_id', 'space_id', 'create_time'].includes(column))).toEqual([]);
+    expect(columns.has('space_id')).toBe(true);
   });
 });
