@@ -28,11 +28,11 @@ export interface UsedSignatures {
 const MEMORY_CAPACITY = 100_000;
 const KEY_PART = 'tc3-signature:';
 
-export function usedSignatures(redis?: RateLimitRedis, clock: () => number = Date.now): UsedSignatures {
+export function usedSignatures(redis?: RateLimitRedis): UsedSignatures {
   const local = createExpiringSet(MEMORY_CAPACITY);
   return {
     async claim(signature, keepUntilSeconds) {
-      const nowMs = clock();
+      const nowMs = Date.now();
       const firstHere = local.addIfAbsent(signature, keepUntilSeconds * 1000, nowMs);
       if (!firstHere || !redis) return firstHere;
       const seconds = Math.max(1, keepUntilSeconds - Math.floor(nowMs / 1000));

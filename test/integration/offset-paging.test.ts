@@ -1,7 +1,7 @@
 // API 3.0 Offset paging (DescribeEvents, DescribeSessions, DescribeSessionSpaces) is bounded: the rows before the Offset
-// are skipped in the database on their keys alone, never read whole or brought into the process,
-// and an Offset past MAX_OFFSET is refused. (Before, the pages before the Offset were read and
-// dropped here: Offset 1e12 on a session of 300 events of 200 kB grew the process by 1.4 GB.)
+// are skipped in the database on their keys alone, never read whole or brought into the process
+// (reading them here is what lets one request's memory grow with the history), and an Offset past
+// MAX_OFFSET is refused.
 import { type CompiledQuery, Kysely, PostgresDialect, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DB } from '../../src/db/schema.js';

@@ -1,7 +1,7 @@
 // An API 3.0 signature is accepted once (docs/tencent-api.md, "Each signature is accepted once").
-// The SDKs sign only `content-type;host`, so a captured request could be sent again (three
-// AppendEvents stored from one signature), or sent with another X-TC-Action (a signed
-// DescribeSession body resent as DeleteSession deleted the session). Each attack is made here with
+// The SDKs sign only `content-type;host`, so without that rule a captured request could be sent
+// again (one signed AppendEvent storing three events), or sent with another X-TC-Action (a signed
+// DescribeSession body resent as DeleteSession). Each attack is made here with
 // the official SDK's own signing function, on one instance without Redis and on two instances that
 // share the machine's Redis (TEST_REDIS_URL, default 127.0.0.1:6379) under a key prefix of this
 // file's own, whose keys alone it deletes.
