@@ -21,6 +21,7 @@ import { openapiTransformObject } from './http/openapi-document.js';
 import { type RateLimitRedis, rateLimitCounters, registerRateLimit } from './http/rate-limit.js';
 import { registerRequestLogging } from './http/request-logging.js';
 import { registerRequestTextRules } from './http/request-text.js';
+import { usedSignatures } from './http/used-signatures.js';
 import type { AppDeps, ZodApp } from './http/zod-app.js';
 import type { PoolStats } from './lib/metrics-registry.js';
 import { PageTokens } from './lib/page-token.js';
@@ -51,7 +52,10 @@ export interface BuildAppOptions {
    * credential. The app owns it from here: closing the app closes its listener.
    */
   credentialCache?: ListeningCredentialCache | undefined;
-  /** REDIS_URL's client (connectRateLimitRedis): the rate limit is counted there, across instances. Closed with the app. */
+  /**
+   * REDIS_URL's client (connectRateLimitRedis): the rate limit is counted there, and the used API 3.0
+   * signatures are kept there, across instances. Closed with the app.
+   */
   rateLimitRedis?: RateLimitRedis | undefined;
   /** TENCENT_API_PATH: the API 3.0 endpoint answers POST on it as well as on `/`. */
   tencentApiPath?: string | undefined;
@@ -162,7 +166,9 @@ export async function buildApp({
             '`X-TC-Timestamp` and `Authorization: TC3-HMAC-SHA256 Credential=<secretId>/<date>/<service>/tc3_request, SignedHeaders=content-type;host, Signature=…` ' +
             'computed with the secretKey of a credential of this service. Bodies and answers are the official SDK models\' JSON (PascalCase); every answer is ' +
             'HTTP 200 `{"Response": {..., "RequestId"}}`, errors `{"Response": {"Error": {"Code", "Message"}, "RequestId"}}`. Use an official Tencent Cloud SDK ' +
-            'with its endpoint set to this server (README, "Use the Tencent Cloud SDK"; docs/tencent-api.md). The operations are not listed below: they share one path.',
+            'with its endpoint set to this server (README, "Use the Tencent Cloud SDK"; docs/tencent-api.md). Each signature is accepted once (a repeat answers ' +
+            '`AuthFailure.SignatureFailure`). The list actions page by `Offset` up to 10000 (past it `InvalidParameterValue`), skipped in the database. ' +
+            'The operations are not listed below: they share one path.',
         },
       ],
     },
@@ -212,6 +218,8 @@ export async function buildApp({
     { prefix: '/v1' },
   );
   // The Tencent Cloud API 3.0 face: signed requests, the same services (modules/tencent).
-  await app.register(async (scope) => tencentApiRoutes(scope as ZodApp, deps, { extraPath: tencentApiPath, credentialCache: cache, rateLimitCounters: counters }));
+  await app.register(async (scope) =>
+    tencentApiRoutes(scope as ZodApp, deps, { extraPath: tencentApiPath, credentialCache: cache, rateLimitCounters: counters, usedSignatures: usedSignatures(rateLimitRedis) }),
+  );
   return app;
 }

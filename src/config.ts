@@ -20,12 +20,14 @@ const environmentSchema = z.object({
     .string()
     .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')
     .optional(),
-  // Shares the per-credential rate limit between instances (ioredis URL, e.g. redis://127.0.0.1:6379).
+  // Shares the per-credential rate limit and the used API 3.0 signatures between instances (ioredis
+  // URL, e.g. redis://127.0.0.1:6379).
   REDIS_URL: z
     .string()
     .regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL')
     .optional(),
-  // Prefix of the rate-limit keys in Redis, so several deployments (or test runs) can share one server.
+  // Prefix of the service's keys in Redis (rate-limit counters, and `tc3-signature:<hex>` for used
+  // signatures), so several deployments (or test runs) can share one server.
   REDIS_KEY_PREFIX: z.string().min(1).max(100).default('agent-session-service:rate-limit:'),
   DATA_DIR: z.string().min(1).default('./data'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),

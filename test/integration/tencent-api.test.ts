@@ -213,6 +213,13 @@ describe('the twelve actions through the official SDK', () => {
     expect(await ids([{ Name: 'name-like', Values: ['beta'] }])).toEqual([b.SpaceId]);
     expect(await ids([{ Name: 'description-like', Values: ['50%'] }])).toEqual([b.SpaceId]);
     expect(await ids([{ Name: 'name-like', Values: ['filters'] }, { Name: 'space-id', Values: [a] }])).toEqual([a]);
+    // Values OR, filters AND; case-sensitive; % and _ literal.
+    const c = (await call('CreateSessionSpace', { Name: 'filters_gamma', Description: '100% uptime' })).SessionSpace as { SpaceId: string };
+    expect(await ids([{ Name: 'name-like', Values: ['s_g', 'alpha'] }])).toEqual([a, c.SpaceId].sort());
+    expect(await ids([{ Name: 'name-like', Values: ['s_b'] }])).toEqual([]);
+    expect(await ids([{ Name: 'name-like', Values: ['Filters'] }])).toEqual([]);
+    expect(await ids([{ Name: 'name-like', Values: ['filters'] }, { Name: 'description-like', Values: ['0%'] }])).toEqual([b.SpaceId, c.SpaceId].sort());
+    expect(await ids([{ Name: 'space-id', Values: [a, c.SpaceId] }, { Name: 'name', Values: ['filters_gamma'] }])).toEqual([c.SpaceId]);
     await expectRefused(() => call('DescribeSessionSpaces', { Filters: [{ Name: 'name', Values: ['x'] }, { Name: 'name-like', Values: ['y'] }] }), 'InvalidParameterValue');
     await expectRefused(() => call('DescribeSessionSpaces', { Filters: [{ Name: 'name', Values: [' '] }] }), 'InvalidParameterValue', /Values\[0\]/);
   });

@@ -1,12 +1,11 @@
 // The pure half of the API 3.0 face: request models and their error codes, the EventInfo ↔ event
 // mapping, the Filters of the two list actions, ModifySession's whole replacement, Offset paging.
 import { describe, expect, it } from 'vitest';
-import { pageByOffset } from '../../src/modules/tencent/offset-paging.js';
 import { sessionFilterQuery } from '../../src/modules/tencent/session-actions.js';
-import { spaceFilters, spaceMatches } from '../../src/modules/tencent/space-actions.js';
+import { spaceFilters } from '../../src/modules/tencent/space-actions.js';
 import { TC3_ACTIONS } from '../../src/modules/tencent/tc3-actions.js';
 import { Tc3Error } from '../../src/modules/tencent/tc3-errors.js';
-import { EventInfoInput, eventInputOf, metadataObject, toEventInfo, toSessionInfo } from '../../src/modules/tencent/tc3-models.js';
+import { EventInfoInput, MAX_OFFSET, eventInputOf, metadataObject, toEventInfo, toSessionInfo } from '../../src/modules/tencent/tc3-models.js';
 import { parseModel, pascalPath, withoutNulls } from '../../src/modules/tencent/tc3-validation.js';
 import { EventInput } from '../../src/modules/events/events.schemas.js';
 
@@ -145,32 +144,25 @@ describe('Filters', () => {
     expect(refusal(() => sessionFilterQuery([{ Name: 'metadata:', Values: ['x'] }])).code).toBe('InvalidParameterValue');
   });
 
-  it('matches spaces as DescribeSessionSpaces states: values OR, filters AND, literal % and _', () => {
-    const space = { spaceId: SPACE, name: 'support_bot', description: '100% uptime', default: false, defaultTtlSeconds: null, createTime: 't', updateTime: 't' };
-    expect(spaceMatches(space, spaceFilters([{ Name: 'name', Values: ['x', 'support_bot'] }]))).toBe(true);
-    expect(spaceMatches(space, spaceFilters([{ Name: 'name-like', Values: ['t_b'] }, { Name: 'description-like', Values: ['0%'] }]))).toBe(true);
-    expect(spaceMatches(space, spaceFilters([{ Name: 'name-like', Values: ['Support'] }]))).toBe(false);
-    expect(spaceMatches(space, spaceFilters([{ Name: 'space-id', Values: ['space-other'] }]))).toBe(false);
+  // Matching itself is SQL now (tencent-api.test.ts, "filters DescribeSessionSpaces …").
+  it('checks the DescribeSessionSpaces filters as the model states', () => {
+    expect(spaceFilters([{ Name: 'name', Values: ['x', 'y'] }, { Name: 'space-id', Values: [SPACE] }])).toEqual({ name: ['x', 'y'], 'space-id': [SPACE] });
     expect(refusal(() => spaceFilters([{ Name: 'name', Values: ['a'] }, { Name: 'name-like', Values: ['b'] }])).message).toMatch(/cannot be combined/);
     expect(refusal(() => spaceFilters([{ Name: 'tag', Values: ['a'] }])).message).toMatch(/^Filters\[0\]\.Name/);
   });
 });
 
-describe('Offset paging over keyset pages', () => {
-  const items = Array.from({ length: 23 }, (_, i) => i);
-  /** A keyset list of `items`: the token is the next index. */
-  const list = (asked: number[]) => async (pageSize: number, pageToken: string | undefined, includeTotal: boolean) => {
-    asked.push(pageSize);
-    const from = pageToken ? Number(pageToken) : 0;
-    const next = from + pageSize;
-    return { items: items.slice(from, next), nextPageToken: next < items.length ? String(next) : undefined, totalCount: includeTotal ? items.length : undefined };
-  };
-
-  it('skips Offset items and answers Limit of them with the total', async () => {
-    const asked: number[] = [];
-    expect(await pageByOffset(5, 4, 10, list(asked))).toEqual({ items: [5, 6, 7, 8], totalCount: 23 });
-    expect(asked).toEqual([9]);
-    expect(await pageByOffset(18, 10, 4, list([]))).toEqual({ items: [18, 19, 20, 21, 22], totalCount: 23 });
-    expect(await pageByOffset(30, 5, 100, list([]))).toEqual({ items: [], totalCount: 23 });
+describe('Offset', () => {
+  it('is served up to MAX_OFFSET on the three list actions, and refused past it naming the field and the rule', () => {
+    const key = { SpaceId: SPACE, UserId: 'u', SessionId: 's' };
+    const lists = { DescribeEvents: key, DescribeSessions: { SpaceId: SPACE }, DescribeSessionSpaces: {} };
+    for (const [action, fields] of Object.entries(lists)) {
+      const request = TC3_ACTIONS[action]!.request;
+      expect(parseModel(request, { ...fields, Offset: MAX_OFFSET })).toMatchObject({ Offset: MAX_OFFSET });
+      const refused = refusal(() => parseModel(request, { ...fields, Offset: MAX_OFFSET + 1 }));
+      expect(refused.code).toBe('InvalidParameterValue');
+      expect(refused.message).toMatch(/^Offset: must be at most 10000\b/);
+      expect(refusal(() => parseModel(request, { ...fields, Offset: 1e12 })).code).toBe('InvalidParameterValue');
+    }
   });
 });

@@ -16,7 +16,8 @@ export interface ListEventsResult {
   totalCount?: number;
 }
 
-export async function listSessionEvents(db: Database, tokens: PageTokens, key: SessionKey, query: ListEventsQueryValue): Promise<ListEventsResult> {
+/** `offset`: matching events to skip before the page, in the database (the API 3.0 face's Offset). */
+export async function listSessionEvents(db: Database, tokens: PageTokens, key: SessionKey, query: ListEventsQueryValue, offset = 0): Promise<ListEventsResult> {
   const { pageSize, pageToken, includeTotal, ...shape } = query;
   // The token is bound to the session and to everything that shapes the result except the page size.
   const fingerprint = { accountId: key.accountId, spaceId: key.spaceId, userId: key.userId, sessionId: key.sessionId, ...shape };
@@ -30,7 +31,7 @@ export async function listSessionEvents(db: Database, tokens: PageTokens, key: S
     before: query.before === undefined ? undefined : new Date(query.before),
     author: query.author,
   };
-  const rows = await listEvents(db, key, filters, { order: query.order, cursorSeq, limit: pageSize + 1 });
+  const rows = await listEvents(db, key, filters, { order: query.order, cursorSeq, limit: pageSize + 1, offset });
   const page = rows.slice(0, pageSize);
   const result: ListEventsResult = { events: page.map(toEventView) };
   if (rows.length > pageSize) result.nextPageToken = tokens.encode(fingerprint, [page[page.length - 1]!.seq]);

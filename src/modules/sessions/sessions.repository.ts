@@ -172,6 +172,8 @@ export interface SessionPageRequest {
   scope: 'user' | 'space';
   after?: { time: string; userId: string; sessionId: string };
   limit: number;
+  /** Matching sessions to skip first (offset paging, the API 3.0 face's). */
+  offset?: number;
 }
 
 /**
@@ -206,19 +208,32 @@ function filterExpression(eb: ExpressionBuilder<DB, 'sessions'>, filter: Session
 export async function listSessionRows(db: Executor, page: SessionPageRequest): Promise<SessionWithSharedState[]> {
   const keys = page.scope === 'user' ? [page.orderBy, 'session_id'] : [page.orderBy, 'user_id', 'session_id'];
   const columns = keys.map((column) => `sessions.${column}`);
-  let chosen = db
-    .selectFrom('sessions')
-    .selectAll('sessions')
-    .where((eb) => filterExpression(eb, page.filter));
+  let seek = db.selectFrom('sessions').where((eb) => filterExpression(eb, page.filter));
   if (page.after) {
     const { time, userId, sessionId } = page.after;
     const values = page.scope === 'user' ? [sql`${time}::timestamptz`, sql`${sessionId}`] : [sql`${time}::timestamptz`, sql`${userId}`, sql`${sessionId}`];
     const comparison = page.direction === 'desc' ? sql.raw('<') : sql.raw('>');
-    chosen = chosen.where(sql<SqlBool>`(${sql.join(columns.map((column) => sql.ref(column)))}) ${comparison} (${sql.join(values)})`);
+    seek = seek.where(sql<SqlBool>`(${sql.join(columns.map((column) => sql.ref(column)))}) ${comparison} (${sql.join(values)})`);
   }
-  for (const column of columns) chosen = chosen.orderBy(sql.ref(column), page.direction);
+  for (const column of columns) seek = seek.orderBy(sql.ref(column), page.direction);
+  seek = seek.limit(page.limit);
+  // With an offset, the sessions before it are skipped on their keys alone (the columns of the
+  // order's index), and only the page's rows are read whole: a skipped session's state, metadata
+  // and memo are never read. test/integration/offset-paging.test.ts checks the plan.
+  const chosen = page.offset
+    ? db
+        .selectFrom(seek.offset(page.offset).select(['sessions.account_id', 'sessions.space_id', 'sessions.user_id', 'sessions.session_id']).as('skipped_to'))
+        .innerJoin('sessions', (join) =>
+          join
+            .onRef('sessions.account_id', '=', 'skipped_to.account_id')
+            .onRef('sessions.space_id', '=', 'skipped_to.space_id')
+            .onRef('sessions.user_id', '=', 'skipped_to.user_id')
+            .onRef('sessions.session_id', '=', 'skipped_to.session_id'),
+        )
+        .selectAll('sessions')
+    : seek.selectAll('sessions');
   let query = db
-    .selectFrom(chosen.limit(page.limit).as('page'))
+    .selectFrom(chosen.as('page'))
     .innerJoin('space_users', (join) =>
       join.onRef('space_users.account_id', '=', 'page.account_id').onRef('space_users.space_id', '=', 'page.space_id').onRef('space_users.user_id', '=', 'page.user_id'),
     )

@@ -190,6 +190,8 @@ export async function listSessions(
   tokens: PageTokens,
   scope: { accountId: string; spaceId: string; userId?: string },
   query: ListSessionsQuery,
+  /** Matching sessions to skip before the page, in the database (the API 3.0 face's Offset). */
+  offset = 0,
 ): Promise<SessionPage> {
   const filter = filterFrom(limits, scope, query);
   const orderBy = query.orderBy === 'createTime' ? 'create_time' : 'update_time';
@@ -218,6 +220,7 @@ export async function listSessions(
     scope: scope.userId === undefined ? 'space' : 'user',
     after,
     limit: query.pageSize + 1,
+    offset,
   });
   const page = rows.slice(0, query.pageSize);
   const last = page.at(-1);

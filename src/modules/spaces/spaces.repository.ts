@@ -10,6 +10,11 @@ export interface SpaceFilters {
   name?: string | undefined;
   nameLike?: string | undefined;
   descriptionLike?: string | undefined;
+  /** Any of these values (the API 3.0 Filters, whose values OR); each list ANDs with the rest. */
+  spaceIdIn?: string[] | undefined;
+  nameIn?: string[] | undefined;
+  nameContainsAny?: string[] | undefined;
+  descriptionContainsAny?: string[] | undefined;
   /** A sub-account's view (docs/design.md §2: lists never leak); undefined for the root, which sees all. */
   visibility?: SpaceVisibility | undefined;
 }
@@ -56,6 +61,12 @@ function matchesFilters(accountId: string, filters: SpaceFilters) {
     if (filters.descriptionLike !== undefined) {
       conditions.push(sql<boolean>`description LIKE ${containsPattern(filters.descriptionLike)} ESCAPE '\\'`);
     }
+    if (filters.spaceIdIn) conditions.push(eb('space_id', 'in', filters.spaceIdIn));
+    if (filters.nameIn) conditions.push(eb('name', 'in', filters.nameIn));
+    if (filters.nameContainsAny) conditions.push(eb.or(filters.nameContainsAny.map((part) => sql<SqlBool>`name LIKE ${containsPattern(part)} ESCAPE '\\'`)));
+    if (filters.descriptionContainsAny) {
+      conditions.push(eb.or(filters.descriptionContainsAny.map((part) => sql<SqlBool>`description LIKE ${containsPattern(part)} ESCAPE '\\'`)));
+    }
     const visibility = filters.visibility;
     if (visibility?.kind === 'only') {
       conditions.push(visibility.spaceIds.length > 0 ? eb('space_id', 'in', visibility.spaceIds) : sql<boolean>`false`);
@@ -66,13 +77,26 @@ function matchesFilters(accountId: string, filters: SpaceFilters) {
   };
 }
 
-/** One page in (create_time, space_id) order, served by session_spaces_by_create_time. */
-export async function listSpaces(db: Executor, accountId: string, filters: SpaceFilters, after: SpaceCursor | undefined, limit: number): Promise<SpaceRow[]> {
-  let query = db.selectFrom('session_spaces').selectAll().where(matchesFilters(accountId, filters));
+/**
+ * One page in (create_time, space_id) order, served by session_spaces_by_create_time, after a
+ * cursor or an offset. The spaces before an offset are skipped on their keys alone (that index
+ * holds them), so no skipped space's state is read.
+ */
+export async function listSpaces(db: Executor, accountId: string, filters: SpaceFilters, after: SpaceCursor | undefined, limit: number, offset = 0): Promise<SpaceRow[]> {
+  let seek = db.selectFrom('session_spaces').where(matchesFilters(accountId, filters));
   if (after) {
-    query = query.where((eb) => eb(eb.refTuple('create_time', 'space_id'), '>', eb.tuple(after.createTime, after.spaceId)));
+    seek = seek.where((eb) => eb(eb.refTuple('create_time', 'space_id'), '>', eb.tuple(after.createTime, after.spaceId)));
   }
-  return query.orderBy('create_time').orderBy('space_id').limit(limit).execute();
+  seek = seek.orderBy('create_time').orderBy('space_id').limit(limit);
+  if (!offset) return seek.selectAll().execute();
+  return db
+    .selectFrom('session_spaces')
+    .selectAll()
+    .where('account_id', '=', accountId)
+    .where('space_id', 'in', seek.offset(offset).select('space_id'))
+    .orderBy('create_time')
+    .orderBy('space_id')
+    .execute();
 }
 
 export async function countSpaces(db: Executor, accountId: string, filters: SpaceFilters): Promise<number> {

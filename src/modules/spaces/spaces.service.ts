@@ -9,6 +9,7 @@ import { visibleSpaces } from '../../lib/policy.js';
 import { findSpaceOrThrow, spaceNotFound } from './space-lookup.js';
 import {
   type SpaceCursor,
+  type SpaceFilters,
   countSpaces,
   deleteExpiredSessions,
   deleteSpaceAndUsers,
@@ -83,6 +84,21 @@ export async function listSpacesPage(db: Database, tokens: PageTokens, principal
   }
   if (input.includeTotal) result.totalCount = await countSpaces(db, accountId, { ...filters, visibility });
   return result;
+}
+
+/** The API 3.0 filters of a space list: each list of values ORs, the lists AND. */
+export type SpaceMatch = Pick<SpaceFilters, 'spaceIdIn' | 'nameIn' | 'nameContainsAny' | 'descriptionContainsAny'>;
+
+/**
+ * `limit` spaces from `offset` on, in list order, of those the principal may describe, with the
+ * count of all of them (the API 3.0 face's Offset paging). The offset is skipped in the database.
+ */
+export async function listSpacesAtOffset(db: Database, principal: Principal, match: SpaceMatch, offset: number, limit: number): Promise<{ spaces: SpaceView[]; totalCount: number }> {
+  const visibility = principal.kind === 'root' ? undefined : visibleSpaces(principal.statements, 'session:DescribeSessionSpaces');
+  if (visibility?.kind === 'only' && visibility.spaceIds.length === 0) return { spaces: [], totalCount: 0 };
+  const filters = { ...match, visibility };
+  const rows = await listSpaces(db, principal.accountId, filters, undefined, limit, offset);
+  return { spaces: rows.map(toSpaceView), totalCount: await countSpaces(db, principal.accountId, filters) };
 }
 
 function toCursor([createTime, spaceId]: [string, string]): SpaceCursor {

@@ -5,7 +5,6 @@ import { recordAppend } from '../events/append-metrics.js';
 import { appendEvents } from '../events/append.service.js';
 import { EventInput, ListEventsQuery } from '../events/events.schemas.js';
 import { listSessionEvents } from '../events/events.service.js';
-import { pageByOffset } from './offset-paging.js';
 import { defineAction } from './tc3-action.js';
 import { EventInfoInput, Tc3Timestamp, eventInputOf, offsetLimit, toEventInfo } from './tc3-models.js';
 import { parseServiceInput, pascalPath } from './tc3-validation.js';
@@ -27,24 +26,19 @@ export const appendEventAction = defineAction({
   },
 });
 
-const EVENT_PAGE = 200;
-
 export const describeEventsAction = defineAction({
   request: z.strictObject({ ...SessionKeyFields, Author: z.string().optional(), AfterTimestamp: Tc3Timestamp.optional(), ...offsetLimit(50, 200) }),
   permission: { action: 'session:DescribeEvents', scope: 'space' },
   spaceIdOf: (input) => input.SpaceId,
   async run({ db, pageTokens, principal }, input) {
     const key = { accountId: principal.accountId, spaceId: input.SpaceId, userId: input.UserId, sessionId: input.SessionId };
-    // Oldest first (by seq), the order the history was written in.
-    const { items, totalCount } = await pageByOffset(input.Offset, input.Limit, EVENT_PAGE, async (pageSize, pageToken, includeTotal) => {
-      const query = parseServiceInput(
-        ListEventsQuery,
-        { author: input.Author, after: input.AfterTimestamp, order: 'asc', pageSize, pageToken, includeTotal: includeTotal ? 'true' : 'false' },
-        pascalPath([], { after: 'AfterTimestamp' }),
-      );
-      const page = await listSessionEvents(db, pageTokens, key, query);
-      return { items: page.events, nextPageToken: page.nextPageToken, totalCount: page.totalCount };
-    });
-    return { Events: items.map(toEventInfo), TotalCount: totalCount };
+    // Oldest first (by seq), the order the history was written in; the Offset is skipped in the database.
+    const query = parseServiceInput(
+      ListEventsQuery,
+      { author: input.Author, after: input.AfterTimestamp, order: 'asc', pageSize: input.Limit, includeTotal: 'true' },
+      pascalPath([], { after: 'AfterTimestamp' }),
+    );
+    const page = await listSessionEvents(db, pageTokens, key, query, input.Offset);
+    return { Events: page.events.map(toEventInfo), TotalCount: page.totalCount ?? 0 };
   },
 });

@@ -7,7 +7,6 @@ import { maySeeSessionContents, writtenSessionAnswer } from '../sessions/session
 import type { SessionView } from '../sessions/session.model.js';
 import { sessionSchemas } from '../sessions/sessions.schemas.js';
 import { createSession, deleteSession, describeSession, listSessions, modifySession } from '../sessions/sessions.service.js';
-import { pageByOffset } from './offset-paging.js';
 import { defineAction } from './tc3-action.js';
 import { Tc3Error } from './tc3-errors.js';
 import { Filter, type FilterValue, MetadataVar, jsonObjectString, metadataObject, offsetLimit, toSessionInfo } from './tc3-models.js';
@@ -106,8 +105,6 @@ export function sessionFilterQuery(filters: readonly FilterValue[]): { title?: s
   return query;
 }
 
-const SESSION_PAGE = 100;
-
 export const describeSessionsAction = defineAction({
   request: z.strictObject({
     SpaceId,
@@ -125,16 +122,14 @@ export const describeSessionsAction = defineAction({
   async run({ db, limits, pageTokens, listSlots, principal }, input) {
     const filters = sessionFilterQuery(input.Filters ?? []);
     const scope = { accountId: principal.accountId, spaceId: input.SpaceId };
-    const { items, totalCount } = await pageByOffset(input.Offset, input.Limit, SESSION_PAGE, async (pageSize, pageToken, includeTotal) => {
-      const query = parseServiceInput(
-        sessionSchemas(limits).ListSpaceSessionsQuery,
-        { userId: input.UserIds, sessionId: input.SessionIds, ...filters, metadata: filters.metadata.length ? filters.metadata : undefined, pageSize, pageToken, includeTotal: includeTotal ? 'true' : 'false' },
-        pascalPath([], { userId: 'UserIds', sessionId: 'SessionIds', metadata: 'Filters', title: 'Filters', titleLike: 'Filters' }),
-      );
-      const page = await listSlots.run(() => listSessions(db, limits, pageTokens, scope, query));
-      return { items: page.sessions, nextPageToken: page.nextPageToken, totalCount: page.totalCount };
-    });
-    return { TotalCount: totalCount, Sessions: items.map(toSessionInfo) };
+    // The Offset is skipped in the database (sessions.repository.ts, listSessionRows).
+    const query = parseServiceInput(
+      sessionSchemas(limits).ListSpaceSessionsQuery,
+      { userId: input.UserIds, sessionId: input.SessionIds, ...filters, metadata: filters.metadata.length ? filters.metadata : undefined, pageSize: input.Limit, includeTotal: 'true' },
+      pascalPath([], { userId: 'UserIds', sessionId: 'SessionIds', metadata: 'Filters', title: 'Filters', titleLike: 'Filters' }),
+    );
+    const page = await listSlots.run(() => listSessions(db, limits, pageTokens, scope, query, input.Offset));
+    return { TotalCount: page.totalCount ?? 0, Sessions: page.sessions.map(toSessionInfo) };
   },
 });
 

@@ -5,7 +5,14 @@
 // duration of the check and never logged or cached.
 //
 // Round trips: as for bearer tokens (http/auth.ts): none for a credential in the cache, one on a
-// miss, plus the once-a-minute last-use write.
+// miss, plus the once-a-minute last-use write; and, with REDIS_URL, one SET NX for the signature.
+//
+// A signature is accepted once. The SDKs sign only `content-type;host`, so neither the action nor
+// anything else in the X-TC-* headers is covered: without this rule a captured request could be
+// sent again within the timestamp window, or sent with another X-TC-Action (a DescribeSession
+// body whose fields also fit DeleteSession). The signature is recorded only once it has been
+// checked (garbage cannot fill the record) and recorded atomically (of two instances given the
+// same request at once, one proceeds). docs/tencent-api.md, "Each signature is accepted once".
 import type { Database } from '../../db/connect.js';
 import type { Principal } from '../../lib/principal.js';
 import { TC3_MAX_CLOCK_SKEW_SECONDS, type Tc3Request, parseTc3Authorization, tc3Date, tc3SignatureMatches } from '../../lib/tc3-signature.js';
@@ -21,12 +28,21 @@ export interface SignedRequest extends Omit<Tc3Request, 'signedHeaders'> {
   timestamp: string | undefined;
 }
 
+/** Where accepted signatures are recorded (http/used-signatures.ts: Redis, or this instance's memory). */
+export interface SignatureRecord {
+  /** True the first time `signature` is claimed; false for a repeat until `keepUntilSeconds`. */
+  claim(signature: string, keepUntilSeconds: number): Promise<boolean>;
+}
+
 export interface SignatureAuthOptions {
   masterKey: Buffer | undefined;
   cache: CredentialCache | undefined;
+  usedSignatures: SignatureRecord;
   /** The server's clock in seconds (tests of the window pass their own). */
   nowSeconds?: number;
 }
+
+const INSTANCE_CLOCK_MARGIN_SECONDS = 60;
 
 /** The principal of a correctly signed, fresh request, or a Tc3Error with the API 3.0 code. */
 export async function authenticateSignedRequest(db: Database, request: SignedRequest, options: SignatureAuthOptions): Promise<Principal> {
@@ -64,6 +80,14 @@ export async function authenticateSignedRequest(db: Database, request: SignedReq
   const signed = { ...request, signedHeaders: authorization.signedHeaders };
   if (!tc3SignatureMatches(secretKey, authorization, timestamp, signed)) {
     throw new Tc3Error('AuthFailure.SignatureFailure', 'The signature does not match: check the SecretKey and that the request was not changed after signing.');
+  }
+  // Kept until no instance can accept the timestamp any more: the end of its window, plus a margin
+  // for instances whose clocks run behind this one's.
+  if (!(await options.usedSignatures.claim(authorization.signature, timestamp + TC3_MAX_CLOCK_SKEW_SECONDS + INSTANCE_CLOCK_MARGIN_SECONDS))) {
+    throw new Tc3Error(
+      'AuthFailure.SignatureFailure',
+      'This signature was already used: a signed request is accepted once. Sign every request anew (the SDKs sign each call); two requests with the same body signed within the same second carry the same signature (the action is not signed), so send the second a second later.',
+    );
   }
   await recordCredentialUse(db, credential, options.cache);
   return principalOf(credential);

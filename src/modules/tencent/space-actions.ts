@@ -2,8 +2,8 @@
 // DeleteSessionSpace: the spaces service behind the ags models.
 import { z } from 'zod';
 import { SpaceId } from '../../http/schemas.js';
-import { CreateSpaceBody, ModifySpaceBody, type SpaceView } from '../spaces/spaces.schemas.js';
-import { createSpace, deleteSpace, describeSpace, listSpacesPage, modifySpace } from '../spaces/spaces.service.js';
+import { CreateSpaceBody, ModifySpaceBody } from '../spaces/spaces.schemas.js';
+import { createSpace, deleteSpace, describeSpace, listSpacesAtOffset, modifySpace } from '../spaces/spaces.service.js';
 import { defineAction } from './tc3-action.js';
 import { Tc3Error } from './tc3-errors.js';
 import { Filter, type FilterValue, offsetLimit, toSessionSpaceInfo } from './tc3-models.js';
@@ -51,38 +51,16 @@ export function spaceFilters(filters: readonly FilterValue[]): Partial<Record<Sp
   return byName;
 }
 
-/** The in-memory half of the filters: values of one filter OR, filters AND; case-sensitive, `%` and `_` literal. */
-export function spaceMatches(space: SpaceView, filters: Partial<Record<SpaceFilterName, string[]>>): boolean {
-  const any = (values: string[] | undefined, test: (value: string) => boolean) => values === undefined || values.some(test);
-  return (
-    any(filters['space-id'], (value) => space.spaceId === value) &&
-    any(filters.name, (value) => space.name === value) &&
-    any(filters['name-like'], (value) => space.name.includes(value)) &&
-    any(filters['description-like'], (value) => space.description.includes(value))
-  );
-}
-
-const SPACE_PAGE = 100;
-
 export const describeSessionSpaces = defineAction({
   request: z.strictObject({ ...offsetLimit(20, 100), Filters: z.array(Filter).optional() }),
   // Lets every caller in: the service lists only the spaces the policy lets it describe.
   permission: { action: 'session:DescribeSessionSpaces', scope: 'filtered-list' },
-  async run({ db, pageTokens, principal }, input) {
+  async run({ db, principal }, input) {
     const filters = spaceFilters(input.Filters ?? []);
-    // A single value goes to the database (the REST filters); the rest is matched here, over the
-    // account's spaces, which are few (an account's management objects, not its sessions).
-    const single = (values: string[] | undefined) => (values?.length === 1 ? values[0] : undefined);
-    const pushedDown = { name: single(filters.name), nameLike: single(filters['name-like']), descriptionLike: single(filters['description-like']) };
-    const matching: SpaceView[] = [];
-    let pageToken: string | undefined;
-    do {
-      const page = await listSpacesPage(db, pageTokens, principal, { ...pushedDown, pageSize: SPACE_PAGE, pageToken, includeTotal: false });
-      matching.push(...page.spaces.filter((space) => spaceMatches(space, filters)));
-      pageToken = page.nextPageToken;
-    } while (pageToken);
-    const page = matching.slice(input.Offset, input.Offset + input.Limit);
-    return { SessionSpaces: page.map(toSessionSpaceInfo), TotalCount: matching.length };
+    // Matched and skipped in the database: case-sensitive, `%` and `_` literal in the -like ones.
+    const match = { spaceIdIn: filters['space-id'], nameIn: filters.name, nameContainsAny: filters['name-like'], descriptionContainsAny: filters['description-like'] };
+    const { spaces, totalCount } = await listSpacesAtOffset(db, principal, match, input.Offset, input.Limit);
+    return { SessionSpaces: spaces.map(toSessionSpaceInfo), TotalCount: totalCount };
   },
 });
 

@@ -32,9 +32,23 @@ export const jsonObjectString = (max?: number) => {
 /** RFC 3339, at most 64 characters (the models' `Timestamp` / `AfterTimestamp`). */
 export const Tc3Timestamp = z.string().max(64, 'must be at most 64 characters').pipe(TimestampInput);
 
+/**
+ * The deepest Offset served. The rows before it are skipped in the database on their keys alone
+ * (an index range, no row read whole), so a request costs O(Offset + Limit) there and O(Limit)
+ * here; the cap keeps that first term small whatever the history's size: 10,000 index entries
+ * are a few milliseconds. Past it, a client narrows the list instead (AfterTimestamp, Filters) or
+ * uses the REST API's page tokens. docs/tencent-api.md, "Offset paging".
+ */
+export const MAX_OFFSET = 10_000;
+
 /** Offset / Limit, as integers (the SDK sends JSON numbers). */
 export const offsetLimit = (defaultLimit: number, maxLimit: number) => ({
-  Offset: z.number().int('must be an integer').min(0, 'must be 0 or more').default(0),
+  Offset: z
+    .number()
+    .int('must be an integer')
+    .min(0, 'must be 0 or more')
+    .max(MAX_OFFSET, `must be at most ${MAX_OFFSET}: deeper pages are not served by offset; narrow the list with its filters (e.g. AfterTimestamp) instead`)
+    .default(0),
   Limit: z.number().int('must be an integer').min(1, 'must be at least 1').max(maxLimit, `must be at most ${maxLimit}`).default(defaultLimit),
 });
 

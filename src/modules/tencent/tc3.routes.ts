@@ -10,7 +10,7 @@ import { findInexactInteger, findUnstorableText, unsupportedCharset } from '../.
 import type { AppDeps, ZodApp } from '../../http/zod-app.js';
 import type { Principal } from '../../lib/principal.js';
 import type { CredentialCache } from '../accounts/credential-cache.js';
-import { authenticateSignedRequest } from './signature-auth.service.js';
+import { type SignatureRecord, authenticateSignedRequest } from './signature-auth.service.js';
 import { dispatchAction } from './tc3-actions.js';
 import { Tc3Error, fromAppError } from './tc3-errors.js';
 
@@ -27,6 +27,8 @@ export interface Tc3RouteOptions {
   credentialCache?: CredentialCache | undefined;
   /** The counters the REST API's limiter uses too: one budget per credential across both faces. */
   rateLimitCounters: RateLimitCounters;
+  /** The signatures accepted so far (shared through Redis with REDIS_URL): each is accepted once. */
+  usedSignatures: SignatureRecord;
 }
 
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
@@ -36,7 +38,7 @@ const header = (request: FastifyRequest, name: string): string | undefined => {
 };
 
 /** Registers the endpoint in `scope`, an encapsulated plugin of its own (parser, hooks, error handler). */
-export async function tencentApiRoutes(scope: ZodApp, deps: AppDeps, { extraPath, credentialCache, rateLimitCounters }: Tc3RouteOptions): Promise<void> {
+export async function tencentApiRoutes(scope: ZodApp, deps: AppDeps, { extraPath, credentialCache, rateLimitCounters, usedSignatures }: Tc3RouteOptions): Promise<void> {
   const { db, credentialMasterKey } = deps;
   scope.decorateRequest('principal', null as unknown as Principal);
   scope.decorateRequest('tc3RawBody', undefined);
@@ -79,7 +81,7 @@ export async function tencentApiRoutes(scope: ZodApp, deps: AppDeps, { extraPath
         headers: Object.fromEntries(Object.entries(request.headers).map(([name, value]) => [name, Array.isArray(value) ? value.join(',') : (value ?? '')])),
         payload: request.tc3RawBody ?? Buffer.alloc(0),
       },
-      { masterKey: credentialMasterKey, cache: credentialCache },
+      { masterKey: credentialMasterKey, cache: credentialCache, usedSignatures },
     );
   });
   await registerRateLimit(scope, deps.limits, rateLimitCounters);
