@@ -9,6 +9,7 @@ export interface SseFrame {
 
 export interface SseStream {
   status: number;
+  headers: Headers;
   /** The error body, when the answer is not a stream. */
   errorBody?: { error: { code: string; message: string } };
   /**
@@ -29,6 +30,7 @@ export async function openSse(url: string, token: string | undefined, headers: R
   if (!response.headers.get('content-type')?.startsWith('text/event-stream')) {
     return {
       status: response.status,
+      headers: response.headers,
       errorBody: (await response.json()) as SseStream['errorBody'],
       next: async () => undefined,
       events: async () => [],
@@ -72,6 +74,7 @@ export async function openSse(url: string, token: string | undefined, headers: R
   };
   return {
     status: response.status,
+    headers: response.headers,
     next,
     async events(count) {
       const found: Array<{ seq: number; body: Record<string, unknown> }> = [];
