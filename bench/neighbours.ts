@@ -44,6 +44,10 @@ const A_RATE_PER_CREDENTIAL = 1200 / 60;
 const B_SESSIONS = 4;
 const B_TURN_MS = 100;
 const TARGET = { p99Ratio: 5, p99Ms: 300, rssMiB: 300 };
+/** Attack 4 opens its streams before B is measured beside them, within this. */
+const OPEN_STREAMS_SECONDS = 30;
+/** The attacker's line that says B may start (attack 4: its streams are open). */
+const READY = 'ready';
 
 const ATTACK_NAMES: Record<number, string> = {
   1: 'DescribeEvents Offset 1e12, 12 at a time',
@@ -135,24 +139,29 @@ async function runAttack(plan: AttackPlan): Promise<AttackReport> {
       return { statuses };
     }
     case 4: {
+      // The streams are opened first (at most OPEN_STREAMS_SECONDS), then B is measured while they
+      // are open and the session gets its appends.
       const streams: http.ClientRequest[] = [];
       let open = 0;
-      const opening = (async () => {
-        for (let i = 0; i < 1_000 && performance.now() < until; i++) {
-          const token = await paced();
-          streams.push(openStream(`${plan.base}${sessionPath(plan.spaceId, 'streamed')}/events/stream`, token, (status) => {
-            count(`stream ${status}`);
-            if (status === 200) open++;
-          }));
-        }
-      })();
+      let answered = 0;
+      for (let i = 0; i < 1_000; i++) {
+        const token = await paced();
+        streams.push(openStream(`${plan.base}${sessionPath(plan.spaceId, 'streamed')}/events/stream`, token, (status) => {
+          count(`stream ${status}`);
+          answered++;
+          if (status === 200) open++;
+        }));
+      }
+      const openedBy = performance.now() + OPEN_STREAMS_SECONDS * 1000;
+      while (answered < streams.length && performance.now() < openedBy) await sleep(100);
+      process.stdout.write(`${READY}\n`);
+      const until = performance.now() + plan.seconds * 1000;
       let k = 0;
       while (performance.now() < until) {
         const started = performance.now();
         void send(`${sessionPath(plan.spaceId, 'streamed')}/events`, { method: 'POST', body: JSON.stringify({ author: 'a', content: { role: 'model', parts: [{ text: `tick ${k++}` }] } }) });
         await sleep(Math.max(0, 200 - (performance.now() - started)));
       }
-      await opening;
       const report = { statuses, streamsOpen: open };
       streams.forEach((stream) => stream.destroy());
       return report;
@@ -278,6 +287,7 @@ async function main(): Promise<void> {
         }
       }, 200);
       const attacker = attack === undefined ? undefined : startAttacker({ attack, seconds, base, spaceId: aSpace, tokens });
+      await attacker?.ready;
       const until = performance.now() + seconds * 1000;
       let n = 0;
       await Promise.all(
@@ -302,7 +312,7 @@ async function main(): Promise<void> {
           }
         }),
       );
-      if (attacker) result.attack = await attacker;
+      if (attacker) result.attack = await attacker.report;
       clearInterval(sampler);
       result.alive = server!.exitCode === null && (await fetch(`${base}/healthz`).then((res) => res.ok, () => false));
       return result;
@@ -317,7 +327,9 @@ async function main(): Promise<void> {
       phases.push(result);
       printRow(result, quiet);
       if (!result.alive) break;
-      await sleep(3_000); // what the attack left behind (open statements, closing streams) settles
+      // What the attack left in the server (statements running up to their timeout, closing
+      // streams) must not be counted against the next one: wait until B's turns are quiet again.
+      await settle(base, bSessions[0]!, bHeaders, stats(quiet.turns).p50);
     }
     process.exitCode = phases.some((result) => !passes(result, quiet)) || phases.length < ATTACKS.length ? 1 : 0;
     console.log(`\ntargets: B's p99 ≤ ${TARGET.p99Ratio}× quiet p99 and ≤ ${TARGET.p99Ms} ms, 0 failed turns, RSS growth ≤ ${TARGET.rssMiB} MB, instance alive`);
@@ -331,23 +343,41 @@ async function main(): Promise<void> {
   }
 }
 
+/** Waits (at most 30 s) until three turns of B in a row take no more than twice the quiet median. */
+async function settle(base: string, session: string, headers: Record<string, string>, quietP50: number): Promise<void> {
+  const until = performance.now() + 30_000;
+  for (let calm = 0; calm < 3 && performance.now() < until; ) {
+    const started = performance.now();
+    await fetch(`${base}${session}/context`, { headers }).then((res) => res.arrayBuffer(), () => undefined);
+    calm = performance.now() - started <= 2 * quietP50 ? calm + 1 : 0;
+    await sleep(B_TURN_MS);
+  }
+}
+
 function fail(phase: Phase, why: string): void {
   phase.failed++;
   phase.failures[why] = (phase.failures[why] ?? 0) + 1;
 }
 
-function startAttacker(plan: AttackPlan): Promise<AttackReport> {
+function startAttacker(plan: AttackPlan): { ready: Promise<void>; report: Promise<AttackReport> } {
   const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url)], {
     env: { ...process.env, NEIGHBOURS_ATTACK: JSON.stringify(plan) },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   let output = '';
-  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+  let markReady!: () => void;
+  const ready = new Promise<void>((resolve) => (markReady = resolve));
+  child.stdout!.on('data', (chunk: Buffer) => {
+    output += chunk.toString('utf8');
+    if (output.split('\n').includes(READY)) markReady();
+  });
+  if (plan.attack !== 4) markReady();
   // A stuck attacker is ended: every phase is bounded in time.
-  const deadline = setTimeout(() => child.kill('SIGKILL'), (plan.seconds + 30) * 1000);
-  return new Promise((resolve) => {
+  const deadline = setTimeout(() => child.kill('SIGKILL'), (plan.seconds + OPEN_STREAMS_SECONDS + 30) * 1000);
+  const report = new Promise<AttackReport>((resolve) => {
     child.on('exit', () => {
       clearTimeout(deadline);
+      markReady();
       const last = output.trim().split('\n').at(-1) ?? '';
       try {
         resolve(JSON.parse(last) as AttackReport);
@@ -356,6 +386,7 @@ function startAttacker(plan: AttackPlan): Promise<AttackReport> {
       }
     });
   });
+  return { ready, report };
 }
 
 const stats = (turns: number[]) => {

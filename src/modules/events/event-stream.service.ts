@@ -189,19 +189,25 @@ export function createEventStreams(db: Database, feed: EventFeed, options: Event
       }
       return check;
     };
-    await Promise.all(
-      [...groups.values()].map(async (group) => {
-        const members = [...group.members];
-        for (const member of members) void member.sink.write(': heartbeat\n\n');
-        const live = await findLiveSessionId(db, group.key).then(Boolean, () => undefined);
-        if (live === false) return members.forEach((member) => end(member, 'ResourceNotFound.Session'));
-        await Promise.all(members.map(async (member) => {
+    const checkGroup = async (group: SessionGroup) => {
+      const members = [...group.members];
+      for (const member of members) void member.sink.write(': heartbeat\n\n');
+      const live = await findLiveSessionId(db, group.key).then(Boolean, () => undefined);
+      if (live === false) return members.forEach((member) => end(member, 'ResourceNotFound.Session'));
+      await Promise.all(
+        members.map(async (member) => {
           const refused = await recheck(member);
           if (refused) end(member, refused);
-        }));
-        wake(group, undefined);
-      }),
-    );
+        }),
+      );
+      wake(group, undefined);
+    };
+    // Two sessions at a time: a heartbeat over many sessions must not take the whole pool at once.
+    const queue = [...groups.values()];
+    const worker = async () => {
+      for (let group = queue.shift(); group; group = queue.shift()) await checkGroup(group);
+    };
+    await Promise.all([worker(), worker()]);
   };
 
   return {
@@ -220,7 +226,13 @@ export function createEventStreams(db: Database, feed: EventFeed, options: Event
       member.lifetime = setTimeout(() => end(member, STREAM_LIFETIME_EXCEEDED), lifetimeMs);
       member.lifetime.unref();
       if (!heartbeat) {
-        heartbeat = setInterval(() => void beat(), heartbeatMs);
+        // A heartbeat still checking (a slow database) is not overlapped by the next one.
+        let beating = false;
+        heartbeat = setInterval(() => {
+          if (beating) return;
+          beating = true;
+          void beat().finally(() => (beating = false));
+        }, heartbeatMs);
         heartbeat.unref();
       }
       // The browser's EventSource reconnects after `retry` milliseconds on its own.
