@@ -173,6 +173,23 @@ describe('a revoked principal', () => {
     expect(await s.metric('event_streams_open')).toBe(0);
   });
 
+  it('makes the TypeScript client throw the revocation code instead of reconnecting', async () => {
+    const session = await s.newSession();
+    await s.append(session, 'seen');
+    const sub = await insertSubAccount(s.t.db, s.t.account.accountId, { statements: readOnlyOn(s.spaceId) });
+    const client = new AgentSessionClient({ baseUrl: s.base.replace(/\/v1$/, ''), credential: sub.credential.token });
+    const received: number[] = [];
+    const reading = (async () => {
+      for await (const event of client.streamEvents({ spaceId: s.spaceId, userId: 'u1', sessionId: session.split('/').pop()! })) {
+        received.push(event.seq);
+        const deleted = await s.t.request({ method: 'DELETE', url: `/v1/iam/credentials/${sub.credential.secretId}` });
+        expect(deleted.statusCode).toBe(204);
+      }
+    })();
+    await expect(reading).rejects.toMatchObject({ name: 'AgentSessionError', code: 'AuthFailure' });
+    expect(received).toEqual([1]);
+  });
+
   it('keeps the stream of a principal still allowed open past several heartbeats', async () => {
     const session = await s.newSession();
     const sub = await insertSubAccount(s.t.db, s.t.account.accountId, { statements: readOnlyOn(s.spaceId) });
