@@ -63,19 +63,24 @@ export async function eventStreamRoutes(app: ZodApp, { eventStreams }: AppDeps):
       const key = { accountId: request.principal.accountId, ...request.params };
       const afterSeq = request.headers['last-event-id'] ?? request.query.afterSeq ?? 0;
       const body = new PassThrough();
+      // One wait for 'drain' shared by every write made while the client is behind (a heartbeat
+      // to a client that reads nothing must not add listeners every interval).
+      let drained: Promise<void> | undefined;
       const sink: StreamSink = {
         async write(text) {
           if (body.destroyed || body.writableEnded || body.write(text)) return;
           // Waits for the client to take what is buffered, or to go away.
-          await new Promise<void>((resolve) => {
+          drained ??= new Promise<void>((resolve) => {
             const done = () => {
               body.off('drain', done);
               body.off('close', done);
+              drained = undefined;
               resolve();
             };
             body.on('drain', done);
             body.on('close', done);
           });
+          await drained;
         },
         end: () => body.end(),
       };
