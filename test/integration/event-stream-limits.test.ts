@@ -288,4 +288,32 @@ describe('the streams of one session', () => {
     expect(got).toEqual(Array(20).fill(7));
     [...streams, late].forEach((stream) => stream.close());
   });
+
+  it('lets a stream that cannot keep up fall behind and catch up alone, without skipping or repeating an event', async () => {
+    const s = await serve({ eventStreamHeartbeatMs: 600_000, eventStreamPollMs: 0 });
+    const session = await s.newSession();
+    const token = s.t.account.rootCredential.token;
+    const fast = await openSse(`${s.base}${session}/events/stream`, token);
+    const slow = await openSse(`${s.base}${session}/events/stream`, token);
+    await expect.poll(() => s.metric('event_stream_reads_total', { kind: 'catch_up' })).toBe(2);
+
+    // 24 MB while the slow client reads nothing: more than the socket buffers hold, so its writes
+    // wait for 'drain' and the shared read goes on without it.
+    const big = (i: number) => `${i} `.padEnd(200_000, 'x');
+    const fastSeqs: number[] = [];
+    for (let i = 0; i < 120; i += 4) {
+      await s.append(session, big(i), big(i + 1), big(i + 2), big(i + 3));
+      fastSeqs.push(...(await fast.events(4)).map((event) => event.seq));
+    }
+    expect(fastSeqs).toEqual(Array.from({ length: 120 }, (_, i) => i + 1));
+
+    const slowSeqs = (await slow.events(120)).map((event) => event.seq);
+    expect(slowSeqs).toEqual(Array.from({ length: 120 }, (_, i) => i + 1));
+    expect(await s.metric('event_stream_reads_total', { kind: 'catch_up' })).toBeGreaterThan(2);
+    // Back in the shared read: the next event reaches both.
+    await s.append(session, 'after');
+    expect([(await fast.events(1))[0]!.seq, (await slow.events(1))[0]!.seq]).toEqual([121, 121]);
+    fast.close();
+    slow.close();
+  });
 });
