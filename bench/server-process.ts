@@ -7,10 +7,13 @@ import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
-/** Starts the server on 127.0.0.1:`port` with rate limiting and the sweeper off. */
+/**
+ * Starts the server on 127.0.0.1:`port` with rate limiting and the sweeper off. BENCH_SERVER_ROOT
+ * runs the server of another checkout (its src/ and node_modules), to compare two versions in one run.
+ */
 export function startServer(databaseUrl: string, port: number, options: { env?: Record<string, string>; nodeArgs?: string[] } = {}): ChildProcess {
   return spawn(process.execPath, [...(options.nodeArgs ?? []), '--import', 'tsx', 'src/server.ts'], {
-    cwd: ROOT,
+    cwd: process.env.BENCH_SERVER_ROOT ?? ROOT,
     stdio: ['ignore', 'inherit', 'inherit'],
     env: {
       ...process.env,

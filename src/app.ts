@@ -10,7 +10,7 @@ import type { Database } from './db/connect.js';
 import { startEventFeed } from './db/event-feed.js';
 import { pingDatabase } from './db/ping.js';
 import { registerAuthentication } from './http/auth.js';
-import { registerAuthorization } from './http/authorization.js';
+import { authorize, registerAuthorization } from './http/authorization.js';
 import { registerBodyNestingLimit } from './http/body-nesting.js';
 import { clientErrorHandler, registerShutdownRefusal } from './http/connection-errors.js';
 import { registerConsole } from './http/console.js';
@@ -23,11 +23,13 @@ import { registerRequestLogging } from './http/request-logging.js';
 import { registerRequestTextRules } from './http/request-text.js';
 import { usedSignatures } from './http/used-signatures.js';
 import type { AppDeps, ZodApp } from './http/zod-app.js';
-import type { PoolStats } from './lib/metrics-registry.js';
+import type { EventStreamCounts, PoolStats } from './lib/metrics-registry.js';
 import { PageTokens } from './lib/page-token.js';
 import { createSemaphore } from './lib/semaphore.js';
 import { authenticate } from './modules/accounts/accounts.service.js';
 import { batchingOptions, useAppendBatching } from './modules/events/append-batcher.js';
+import { EVENT_STREAM_ACTION } from './modules/events/event-stream.routes.js';
+import { createEventStreams } from './modules/events/event-stream.service.js';
 import type { ListeningCredentialCache } from './modules/accounts/credential-cache-listener.js';
 import { healthRoutes } from './modules/health/health.routes.js';
 import { findSpaceOrThrow } from './modules/spaces/space-lookup.js';
@@ -131,7 +133,8 @@ export async function buildApp({
   registerRequestLogging(app);
   registerShutdownRefusal(app);
   const appendBatcher = useAppendBatching(db, batchingOptions(limits));
-  const metrics = registerMetrics(app, { pool, appendBatches: appendBatcher.stats });
+  const eventStreamCounts: EventStreamCounts = { open: 0, sharedReads: 0, catchUpReads: 0 };
+  const metrics = registerMetrics(app, { pool, appendBatches: appendBatcher.stats, eventStreams: eventStreamCounts });
   registerBodyNestingLimit(app);
   registerRequestTextRules(app);
 
@@ -188,8 +191,20 @@ export async function buildApp({
   // end by themselves: they are ended before the server waits for its connections to finish
   // (preClose), and the feed closes after them.
   const eventFeed = startEventFeed(eventStreamPollMs > 0 ? db : undefined, { intervalMs: eventStreamPollMs });
-  const closingStreams = new Set<() => void>();
-  app.addHook('preClose', async () => closingStreams.forEach((end) => end()));
+  const assertSpaceExists = (accountId: string, spaceId: string) => findSpaceOrThrow(db, accountId, spaceId);
+  const eventStreams = createEventStreams(db, eventFeed, {
+    heartbeatMs: eventStreamHeartbeatMs,
+    perAccount: limits.eventStreamsPerAccount,
+    perInstance: limits.eventStreamsPerInstance,
+    lifetimeMs: limits.eventStreamLifetimeMs,
+    // The same two steps as every /v1 request (authentication, then the route's action on the space).
+    reauthorize: async (authorization, spaceId) => {
+      const principal = await authenticate(db, authorization, cache);
+      await authorize(assertSpaceExists, principal, EVENT_STREAM_ACTION, 'space', spaceId);
+    },
+    counts: eventStreamCounts,
+  });
+  app.addHook('preClose', async () => eventStreams.closeAll());
   app.addHook('onClose', () => eventFeed.close());
   const deps: AppDeps = {
     db,
@@ -200,18 +215,14 @@ export async function buildApp({
     metrics,
     credentialChangesApplied: credentialCache ? () => credentialCache.catchUp() : async () => {},
     eventFeed,
-    eventStreamHeartbeatMs,
-    onAppClose(end) {
-      closingStreams.add(end);
-      return () => closingStreams.delete(end);
-    },
+    eventStreams,
   };
   await app.register(async (scope) => healthRoutes(scope as ZodApp, deps));
   await app.register(async (scope) => metricsRoutes(scope as ZodApp, metrics, metricsToken));
   await app.register(
     async (scope) => {
       registerAuthentication(scope, (authorization) => authenticate(db, authorization, cache));
-      registerAuthorization(scope, (accountId, spaceId) => findSpaceOrThrow(db, accountId, spaceId));
+      registerAuthorization(scope, assertSpaceExists);
       await registerRateLimit(scope, limits, counters);
       await v1Routes(scope as ZodApp, deps);
     },

@@ -98,6 +98,12 @@ const environmentSchema = z.object({
   // How often the event streams' feed reads the event counts of sessions with open streams; 0: never
   // (streams then see appends through other instances on their heartbeat only).
   EVENT_STREAM_POLL_MS: int(0, 250),
+  // Open event streams per account and per instance (429 RequestLimitExceeded past either),
+  // and the longest a stream stays open before the server ends it (the client reconnects with
+  // Last-Event-ID). Counted per instance: an account may hold its cap on every instance.
+  EVENT_STREAM_MAX_PER_ACCOUNT: int(1, 100),
+  EVENT_STREAM_MAX_PER_INSTANCE: int(1, 1000),
+  EVENT_STREAM_MAX_LIFETIME_MS: int(1000, 30 * 60_000),
   // Verified credentials kept per instance (no database read to authenticate them); 0 turns it off.
   CREDENTIAL_CACHE_SIZE: z.coerce.number().int().min(0).max(1_000_000).default(10_000),
   // Bounded so that one sweep stays one short transaction.
@@ -133,6 +139,12 @@ export interface Limits {
   requestTimeoutMs: number;
   /** An idle keep-alive connection is closed after this (Node adds 1 s of grace to the advertised value). */
   keepAliveTimeoutMs: number;
+  /** Open event streams per account on this instance. */
+  eventStreamsPerAccount: number;
+  /** Open event streams on this instance, all accounts together. */
+  eventStreamsPerInstance: number;
+  /** An event stream is ended (`event: end`, reason StreamLifetimeExceeded) after this long. */
+  eventStreamLifetimeMs: number;
 }
 
 export interface Config {
@@ -190,6 +202,9 @@ function limitsFrom(env: z.infer<typeof environmentSchema>): Limits {
     headersTimeoutMs: env.HTTP_HEADERS_TIMEOUT_MS,
     requestTimeoutMs: env.HTTP_REQUEST_TIMEOUT_MS,
     keepAliveTimeoutMs: env.HTTP_KEEP_ALIVE_TIMEOUT_MS,
+    eventStreamsPerAccount: env.EVENT_STREAM_MAX_PER_ACCOUNT,
+    eventStreamsPerInstance: env.EVENT_STREAM_MAX_PER_INSTANCE,
+    eventStreamLifetimeMs: env.EVENT_STREAM_MAX_LIFETIME_MS,
   };
 }
 

@@ -7,6 +7,7 @@ import type { EventFeed } from '../db/event-feed.js';
 import type { AppMetrics } from '../lib/metrics-registry.js';
 import type { PageTokens } from '../lib/page-token.js';
 import type { Semaphore } from '../lib/semaphore.js';
+import type { EventStreams } from '../lib/event-streams.js';
 
 /** A Fastify instance whose route schemas are zod schemas. */
 export type ZodApp = FastifyInstance<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger, ZodTypeProvider>;
@@ -34,8 +35,6 @@ export interface AppDeps {
   credentialChangesApplied: () => Promise<void>;
   /** This instance's feed of appends, for the event streams (GET …/events/stream). */
   eventFeed: EventFeed;
-  /** A heartbeat comment this often on every open event stream. */
-  eventStreamHeartbeatMs: number;
-  /** The open event streams are ended when the app closes: each registers its end here. */
-  onAppClose(end: () => void): () => void;
+  /** The instance's open event streams (GET …/events/stream): their caps, shared reads and heartbeats. */
+  eventStreams: EventStreams;
 }

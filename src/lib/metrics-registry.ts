@@ -57,7 +57,21 @@ export interface AppendBatchCounts {
   rerunAlone: number;
 }
 
-export function createAppMetrics({ pool, appendBatches }: { pool?: PoolStats | undefined; appendBatches?: AppendBatchCounts | undefined } = {}): AppMetrics {
+/** What the instance's event streams (events/event-stream.service.ts) counted so far. */
+export interface EventStreamCounts {
+  /** Streams open now. */
+  open: number;
+  /** Reads of new events made once for all the streams of a session (one per wake-up). */
+  sharedReads: number;
+  /** Reads made by one stream alone: its history when it opens, or again after it fell behind. */
+  catchUpReads: number;
+}
+
+export function createAppMetrics({
+  pool,
+  appendBatches,
+  eventStreams,
+}: { pool?: PoolStats | undefined; appendBatches?: AppendBatchCounts | undefined; eventStreams?: EventStreamCounts | undefined } = {}): AppMetrics {
   const registry = new Registry();
   const registers = [registry];
   const http = {
@@ -99,6 +113,7 @@ export function createAppMetrics({ pool, appendBatches }: { pool?: PoolStats | u
   };
   if (pool) registerPoolGauges(registry, pool);
   if (appendBatches) registerAppendBatchCounters(registry, appendBatches);
+  if (eventStreams) registerEventStreamMetrics(registry, eventStreams);
 
   const processes = processMetrics();
   return {
@@ -130,6 +145,28 @@ function registerAppendBatchCounters(registry: Registry, counts: AppendBatchCoun
     'Appends of a batch that the batch did not write (a refusal, a stored eventId, a missing session, a lock conflict) and that were run again alone.',
     () => counts.rerunAlone,
   );
+}
+
+function registerEventStreamMetrics(registry: Registry, counts: EventStreamCounts): void {
+  new Gauge({
+    name: 'event_streams_open',
+    help: 'Event streams (GET …/events/stream) open on this instance.',
+    registers: [registry],
+    collect() {
+      this.set(counts.open);
+    },
+  });
+  new Counter({
+    name: 'event_stream_reads_total',
+    help: 'Event reads made for event streams: `shared` once per session per wake-up for all its streams, `catch_up` by one stream alone (its history, or after falling behind).',
+    labelNames: ['kind'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc({ kind: 'shared' }, counts.sharedReads);
+      this.inc({ kind: 'catch_up' }, counts.catchUpReads);
+    },
+  });
 }
 
 // Read when scraped, so they cost nothing between scrapes.

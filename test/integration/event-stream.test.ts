@@ -2,6 +2,8 @@
 // with Last-Event-ID; authorized like the events list; many open streams hold no pool connections;
 // a shutdown ends every open stream. Served over a real socket: streaming does not go through
 // app.inject.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { DEFAULT_LIMITS } from '../../src/config.js';
@@ -196,6 +198,27 @@ describe('shutdown', () => {
       expect(own.app.server.listening).toBe(false);
     } finally {
       await own.database.dispose();
+    }
+  });
+});
+
+describe('the test reader (sse-reader.ts)', () => {
+  // The shutdown test above relies on it: an end there must be the server's close, not a reset.
+  it('resolves at a clean end and rejects on a connection reset', async () => {
+    const server = http.createServer((request, response) => {
+      response.writeHead(200, { 'content-type': 'text/event-stream' });
+      response.write('id: 1\nevent: event\ndata: {}\n\n');
+      if (request.url === '/reset') setTimeout(() => request.socket.destroy(), 20);
+      else setTimeout(() => response.end(), 20);
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    try {
+      expect(await (await openSse(`${url}/end`, undefined)).untilEnd()).toEqual([{ id: '1', event: 'event', data: '{}' }]);
+      await expect((await openSse(`${url}/reset`, undefined)).untilEnd()).rejects.toThrow();
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
     }
   });
 });

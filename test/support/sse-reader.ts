@@ -9,13 +9,17 @@ export interface SseFrame {
 
 export interface SseStream {
   status: number;
+  headers: Headers;
   /** The error body, when the answer is not a stream. */
   errorBody?: { error: { code: string; message: string } };
-  /** Resolves with the next frame, or undefined once the server ended the stream. */
+  /**
+   * Resolves with the next frame, or undefined once the server ended the stream cleanly (or after
+   * close()); rejects when the connection failed (a reset is not an end).
+   */
   next(): Promise<SseFrame | undefined>;
   /** The next `count` event frames (comments skipped); fails if the stream ends first. */
   events(count: number): Promise<Array<{ seq: number; body: Record<string, unknown> }>>;
-  /** Reads until the server ends the stream; answers the frames read on the way. */
+  /** Reads until the server ends the stream; answers the frames read on the way; rejects on a reset. */
   untilEnd(): Promise<SseFrame[]>;
   close(): void;
 }
@@ -26,6 +30,7 @@ export async function openSse(url: string, token: string | undefined, headers: R
   if (!response.headers.get('content-type')?.startsWith('text/event-stream')) {
     return {
       status: response.status,
+      headers: response.headers,
       errorBody: (await response.json()) as SseStream['errorBody'],
       next: async () => undefined,
       events: async () => [],
@@ -54,13 +59,22 @@ export async function openSse(url: string, token: string | undefined, headers: R
         return frame;
       }
       if (done) return undefined;
-      const chunk = await reader.read().catch(() => ({ done: true as const, value: undefined }));
+      let chunk: ReadableStreamReadResult<string>;
+      try {
+        chunk = await reader.read();
+      } catch (error) {
+        // Our own close() aborts the read: that is an end. Anything else (a reset, a truncated
+        // chunked body) is a failure the caller must see.
+        if (controller.signal.aborted) return undefined;
+        throw error;
+      }
       if (chunk.done) done = true;
       else buffer += chunk.value;
     }
   };
   return {
     status: response.status,
+    headers: response.headers,
     next,
     async events(count) {
       const found: Array<{ seq: number; body: Record<string, unknown> }> = [];

@@ -49,6 +49,9 @@ describe('loadConfig', () => {
       headersTimeoutMs: 10_000,
       requestTimeoutMs: 30_000,
       keepAliveTimeoutMs: 5_000,
+      eventStreamsPerAccount: 100,
+      eventStreamsPerInstance: 1000,
+      eventStreamLifetimeMs: 30 * 60_000,
     });
   });
 
@@ -134,6 +137,13 @@ describe('loadConfig', () => {
   it('reads the slow-client timeouts into the limits', () => {
     const { limits } = loadConfig({ HTTP_HEADERS_TIMEOUT_MS: '2000', HTTP_REQUEST_TIMEOUT_MS: '2000', HTTP_KEEP_ALIVE_TIMEOUT_MS: '700' });
     expect(limits).toMatchObject({ headersTimeoutMs: 2000, requestTimeoutMs: 2000, keepAliveTimeoutMs: 700 });
+  });
+
+  it('reads the event streams\' caps and lifetime into the limits, and refuses a lifetime under a second', () => {
+    const { limits } = loadConfig({ EVENT_STREAM_MAX_PER_ACCOUNT: '5', EVENT_STREAM_MAX_PER_INSTANCE: '50', EVENT_STREAM_MAX_LIFETIME_MS: '60000' });
+    expect(limits).toMatchObject({ eventStreamsPerAccount: 5, eventStreamsPerInstance: 50, eventStreamLifetimeMs: 60_000 });
+    expect(() => loadConfig({ EVENT_STREAM_MAX_LIFETIME_MS: '999' })).toThrow(/EVENT_STREAM_MAX_LIFETIME_MS/);
+    expect(() => loadConfig({ EVENT_STREAM_MAX_PER_ACCOUNT: '0' })).toThrow(/EVENT_STREAM_MAX_PER_ACCOUNT/);
   });
 
   it('treats an empty variable as unset', () => {

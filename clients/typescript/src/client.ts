@@ -89,8 +89,10 @@ export class AgentSessionClient {
   /**
    * The session's events after `afterSeq` (default 0), then each new one as it is appended
    * (GET …/events/stream), until the signal aborts or the session is gone. A dropped connection
-   * is reopened after the retry policy's delay with Last-Event-ID, so no event is missed or repeated.
-   * An error answer (401, 403, 404) is thrown as an AgentSessionError.
+   * is reopened after the retry policy's delay with Last-Event-ID, so no event is missed or repeated;
+   * so is a stream the server ended at its maximum lifetime (reason StreamLifetimeExceeded, at once)
+   * or for an unreachable database. An error answer (401, 403, 404), or a stream the server ended
+   * because the credential or policy no longer allows it, is thrown as an AgentSessionError.
    */
   async *streamEvents(params: Params<'streamEvents'>, options: RequestOptions = {}): AsyncGenerator<components['schemas']['Event'], void, undefined> {
     const { afterSeq = 0, ...path } = params;
@@ -111,10 +113,18 @@ export class AgentSessionClient {
         await this.#read<'streamEvents'>(response); // throws the service's error
         return;
       }
+      let refusal: AgentSessionError | undefined;
+      let reconnectAtOnce = false;
       try {
         for await (const frame of readSseFrames(response.body)) {
           failures = 0;
-          if (frame.event === 'end') return;
+          if (frame.event === 'end') {
+            const reason = endReason(frame.data);
+            if (reason === 'ResourceNotFound.Session') return;
+            if (reason === STREAM_LIFETIME_EXCEEDED) reconnectAtOnce = true;
+            else if (reason !== 'ResourceUnavailable.Database') refusal = new AgentSessionError({ code: reason, status: 0, message: `GET ${url}: the server ended the stream (${reason})` });
+            break;
+          }
           if (frame.event !== 'event') continue;
           const event = JSON.parse(frame.data) as components['schemas']['Event'];
           lastSeq = event.seq;
@@ -124,6 +134,9 @@ export class AgentSessionClient {
         if (options.signal?.aborted) return;
         if (failures >= this.#retry.maxRetries) throw new AgentSessionError({ code: CLIENT_ERROR_CODES.network, status: 0, message: `GET ${url}: ${(error as Error).message}`, cause: error });
       }
+      if (refusal) throw refusal;
+      // A planned end, not a failure: no back-off.
+      if (reconnectAtOnce) continue;
       // The server ended the stream (a restart, say) or the connection dropped: reconnect.
       await this.#sleep(retryDelayMs(failures++, this.#retry, undefined, this.#random));
     }
@@ -244,3 +257,16 @@ export function repeatableAfterLostAnswer(id: OperationId, method: string, body:
   if (id === 'createSessionSpace') return (body as { onNameExists?: unknown } | undefined)?.onNameExists === 'reuse';
   return false;
 }
+
+/** The reason the server gave in a stream's `event: end` frame (unknown when the data is not the expected JSON). */
+function endReason(data: string): string {
+  try {
+    const reason = (JSON.parse(data) as { reason?: unknown }).reason;
+    return typeof reason === 'string' ? reason : 'Unknown';
+  } catch {
+    return 'Unknown';
+  }
+}
+
+/** The end reason of a stream that lived its maximum lifetime: reconnect with Last-Event-ID. */
+const STREAM_LIFETIME_EXCEEDED = 'StreamLifetimeExceeded';

@@ -3,7 +3,11 @@ import { PassThrough } from 'node:stream';
 import { z } from 'zod';
 import { SessionPath, errorResponses } from '../../http/schemas.js';
 import type { AppDeps, ZodApp } from '../../http/zod-app.js';
-import { openEventStream, type StreamSink } from './event-stream.service.js';
+import type { Action } from '../../lib/policy.js';
+import { STREAM_LIFETIME_EXCEEDED, type StreamSink } from './event-stream.service.js';
+
+/** The action a stream is authorized for, when it opens and at every heartbeat. */
+export const EVENT_STREAM_ACTION = 'session:DescribeEvents' satisfies Action;
 
 const SeqCursor = z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
 
@@ -20,14 +24,17 @@ const EventStreamText = z
   .string()
   .describe(
     'text/event-stream. Each event is a frame `id: <seq>`, `event: event`, `data: <the Event as JSON>`; a `: heartbeat` comment comes ' +
-      'at least every heartbeat interval; a final `event: end` frame (data `{"reason": "ResourceNotFound.Session"}`) says the session is gone.',
+      'at least every heartbeat interval; a final `event: end` frame (data `{"reason": "<code>"}`) says why the server ended the stream: ' +
+      '`ResourceNotFound.Session` (the session is gone), `AuthFailure`, `UnauthorizedOperation` or `ResourceNotFound.SessionSpace` (what a new ' +
+      `request would now get), \`${STREAM_LIFETIME_EXCEEDED}\` (the maximum lifetime is over: reconnect with Last-Event-ID) or ` +
+      '`ResourceUnavailable.Database` (reconnect with Last-Event-ID).',
   );
 
-export async function eventStreamRoutes(app: ZodApp, { db, eventFeed, eventStreamHeartbeatMs, onAppClose }: AppDeps): Promise<void> {
+export async function eventStreamRoutes(app: ZodApp, { eventStreams }: AppDeps): Promise<void> {
   app.get(
     '/spaces/:spaceId/users/:userId/sessions/:sessionId/events/stream',
     {
-      config: { action: 'session:DescribeEvents' },
+      config: { action: EVENT_STREAM_ACTION },
       schema: {
         tags: ['events'],
         summary: 'Follow a session\'s events as they are appended (server-sent events)',
@@ -35,16 +42,20 @@ export async function eventStreamRoutes(app: ZodApp, { db, eventFeed, eventStrea
         description:
           'Sends the stored events after `afterSeq` (or after `Last-Event-ID`), then every new event as it is appended, each exactly once and ' +
           'in seq order; the SSE id of each event is its seq, so a client that reconnects with Last-Event-ID misses nothing. Authorized like ' +
-          'listing the events (session:DescribeEvents), once, when the stream opens. An open stream holds no database connection while it ' +
-          'waits: one listening connection per instance wakes the streams of the session an append wrote to. The stream is ended when the ' +
-          'session is deleted or expires (an `end` frame) and when the server shuts down (no frame: reconnect). Agent instances can use it ' +
-          'to wait for another instance\'s turn instead of polling.',
+          'listing the events (session:DescribeEvents) when the stream opens, and again at every heartbeat exactly as a new request would be: ' +
+          'a deleted or disabled credential, a deleted sub-account or a policy that no longer allows it ends the stream within one heartbeat ' +
+          'with an `end` frame naming the code. An open stream holds no database connection while it waits: the streams of a session share ' +
+          'one read of its new events. The stream is ended when the session is deleted or expires, after its maximum lifetime ' +
+          '(EVENT_STREAM_MAX_LIFETIME_MS, default 30 min; reason `' + STREAM_LIFETIME_EXCEEDED + '`) and when the server shuts down (no frame: ' +
+          'reconnect). An account may have EVENT_STREAM_MAX_PER_ACCOUNT streams open on an instance (default 100), and an instance serves ' +
+          'EVENT_STREAM_MAX_PER_INSTANCE (default 1,000); past either the answer is 429 `RequestLimitExceeded` with Retry-After. ' +
+          'Agent instances can use it to wait for another instance\'s turn instead of polling.',
         params: SessionPath,
         querystring: EventStreamQuery,
         headers: EventStreamHeaders,
         response: {
           200: EventStreamText,
-          ...errorResponses('ResourceNotFound.SessionSpace', 'ResourceNotFound.Session'),
+          ...errorResponses('ResourceNotFound.SessionSpace', 'ResourceNotFound.Session', 'RequestLimitExceeded'),
         },
       },
     },
@@ -52,26 +63,31 @@ export async function eventStreamRoutes(app: ZodApp, { db, eventFeed, eventStrea
       const key = { accountId: request.principal.accountId, ...request.params };
       const afterSeq = request.headers['last-event-id'] ?? request.query.afterSeq ?? 0;
       const body = new PassThrough();
+      // One wait for 'drain' shared by every write made while the client is behind (a heartbeat
+      // to a client that reads nothing must not add listeners every interval).
+      let drained: Promise<void> | undefined;
       const sink: StreamSink = {
         async write(text) {
           if (body.destroyed || body.writableEnded || body.write(text)) return;
           // Waits for the client to take what is buffered, or to go away.
-          await new Promise<void>((resolve) => {
+          drained ??= new Promise<void>((resolve) => {
             const done = () => {
               body.off('drain', done);
               body.off('close', done);
+              drained = undefined;
               resolve();
             };
             body.on('drain', done);
             body.on('close', done);
           });
+          await drained;
         },
         end: () => body.end(),
       };
-      const stream = await openEventStream(db, eventFeed, key, afterSeq, sink, { heartbeatMs: eventStreamHeartbeatMs });
-      const forget = onAppClose(() => stream.close());
+      const stream = await eventStreams.open(key, afterSeq, sink, request.headers.authorization);
       reply.raw.on('close', () => stream.close());
-      void stream.ended.then(forget);
+      // The client may have gone while the stream opened: its 'close' has then already been emitted.
+      if (request.raw.destroyed || reply.raw.destroyed) stream.close();
       reply
         .header('content-type', 'text/event-stream; charset=utf-8')
         .header('cache-control', 'no-cache, no-transform')

@@ -1,120 +1,247 @@
-// A session's events as a server-sent event stream (docs/design.md §4.10): first the stored events
+// A session's events as server-sent event streams (docs/design.md §4.10): first the stored events
 // after the caller's seq, then each new one as it is appended, in seq order, each exactly once.
+// One EventStreams per instance holds every open stream, grouped by session.
 //
-// Round trips: opening costs the session check plus one page query per 200 stored events; after
-// that, one query each time the feed (event-feed.ts) says the session has new events, and two per
-// heartbeat (is the session still there; anything the feed missed). Between them the stream holds
-// no database connection: a thousand open streams need no more of the pool than the requests do.
+// Round trips: opening costs the session check plus one page query per 200 stored events (the
+// stream's own catch-up). After that the streams of a session read together: each time the feed
+// (event-feed.ts) says the session has new events, one query reads them and every stream of the
+// session gets the same frames, whatever the number of streams. Every heartbeat costs one query per
+// session (is it still there; anything the feed missed) and one authorization per credential
+// (from the credential cache, which the database's change notifications keep right). A stream that
+// cannot keep up leaves the shared read and catches up alone, so it never holds the others back.
+// Between reads a stream holds no database connection.
 import type { Database } from '../../db/connect.js';
-import type { SessionKey } from '../../db/keys.js';
-import { sessionNotFound } from '../sessions/session-not-found.js';
-import { toEventView } from './event.model.js';
 import type { EventFeed } from '../../db/event-feed.js';
-import { findLiveSessionId, listEvents } from './events.repository.js';
+import type { SessionKey } from '../../db/keys.js';
+import { AppError, type ErrorCode } from '../../errors.js';
+import type { EventStreams, Reauthorize } from '../../lib/event-streams.js';
+import type { EventStreamCounts } from '../../lib/metrics-registry.js';
+import { sessionNotFound } from '../sessions/session-not-found.js';
+import { type EventFrame, type Member, type SessionGroup, joinWhenCaughtUp, newMember, readForGroup, sessionTag } from './event-stream-group.js';
+import { findLiveSessionId } from './events.repository.js';
 
-/** Where the stream's text goes. write resolves once the text is buffered below the high-water mark. */
-export interface StreamSink {
-  write(text: string): Promise<void>;
-  end(): void;
-}
+export type { EventStream, EventStreams, StreamSink } from '../../lib/event-streams.js';
 
-export interface EventStream {
-  /** Ends the stream (shutdown, or the client went away); safe to call more than once. */
-  close(): void;
-  /** Settles when the stream has ended. */
-  readonly ended: Promise<void>;
-}
+/** Why the server ended a stream that had lived its maximum lifetime: the client reconnects with Last-Event-ID. */
+export const STREAM_LIFETIME_EXCEEDED = 'StreamLifetimeExceeded';
+/** The Retry-After (seconds) of a refusal at the cap: streams end at any time, so a short one. */
+const CAP_RETRY_AFTER_SECONDS = '5';
 
-export interface EventStreamOptions {
+export interface EventStreamsOptions {
   heartbeatMs: number;
-  /** Events per catch-up query. */
+  perAccount: number;
+  perInstance: number;
+  lifetimeMs: number;
+  reauthorize: Reauthorize;
+  /** Counted here, read by /metrics. */
+  counts: EventStreamCounts;
+  /** Events per query. */
   pageSize?: number;
 }
 
-/** The SSE frame of one event: its seq is the id a reconnecting client sends back as Last-Event-ID. */
-export function eventFrame(seq: number, json: string): string {
-  return `id: ${seq}\nevent: event\ndata: ${json}\n\n`;
-}
+export function createEventStreams(db: Database, feed: EventFeed, options: EventStreamsOptions): EventStreams {
+  const { heartbeatMs, perAccount, perInstance, lifetimeMs, reauthorize, counts, pageSize = 200 } = options;
+  const groups = new Map<string, SessionGroup>();
+  const openPerAccount = new Map<string, number>();
+  let heartbeat: NodeJS.Timeout | undefined;
 
-/**
- * Checks the session (404 before anything is streamed), then streams. The returned stream runs
- * until close() or until the session is gone (then a final `event: end` frame says why).
- */
-export async function openEventStream(
-  db: Database,
-  feed: EventFeed,
-  key: SessionKey,
-  afterSeq: number,
-  sink: StreamSink,
-  { heartbeatMs, pageSize = 200 }: EventStreamOptions,
-): Promise<EventStream> {
-  if (!(await findLiveSessionId(db, key))) throw await sessionNotFound(db, key);
-
-  let lastSeq = afterSeq;
-  let closed = false;
-  let pumping: Promise<void> | undefined;
-  let again = false;
-  let resolveEnded!: () => void;
-  const ended = new Promise<void>((resolve) => (resolveEnded = resolve));
-
-  const close = () => {
-    if (closed) return;
-    closed = true;
-    unsubscribe();
-    clearInterval(heartbeat);
-    sink.end();
-    resolveEnded();
-  };
-
-  // Reads and writes everything after lastSeq, page by page, waiting for the client to take each
-  // frame: a slow reader slows the reads instead of filling the server's memory.
-  const drain = async () => {
-    for (;;) {
-      const rows = await listEvents(db, key, {}, { order: 'asc', cursorSeq: lastSeq, limit: pageSize });
-      for (const row of rows) {
-        if (closed) return;
-        await sink.write(eventFrame(row.seq, JSON.stringify(toEventView(row))));
-        lastSeq = row.seq;
-      }
-      if (rows.length < pageSize) return;
+  const takeSlot = (accountId: string): (() => void) => {
+    const mine = openPerAccount.get(accountId) ?? 0;
+    if (counts.open >= perInstance) {
+      throw new AppError('RequestLimitExceeded', `This instance serves at most ${perInstance} event streams at once; retry later.`, {
+        headers: { 'retry-after': CAP_RETRY_AFTER_SECONDS },
+      });
     }
+    if (mine >= perAccount) {
+      throw new AppError('RequestLimitExceeded', `An account may have at most ${perAccount} event streams open at once on an instance; close one first.`, {
+        headers: { 'retry-after': CAP_RETRY_AFTER_SECONDS },
+      });
+    }
+    openPerAccount.set(accountId, mine + 1);
+    counts.open++;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      counts.open--;
+      const left = (openPerAccount.get(accountId) ?? 1) - 1;
+      if (left === 0) openPerAccount.delete(accountId);
+      else openPerAccount.set(accountId, left);
+    };
   };
-  // One drain at a time; a notification during a drain asks for one more round after it.
-  const pump = () => {
-    if (closed) return;
-    if (pumping) {
-      again = true;
+
+  const groupOf = (key: SessionKey): SessionGroup => {
+    const tag = sessionTag(key);
+    let group = groups.get(tag);
+    if (!group) {
+      const created: SessionGroup = { key, members: new Set(), live: new Set(), position: 0, reading: false, lookAgain: false, wantedSeq: 0, unsubscribe: () => {} };
+      created.unsubscribe = feed.subscribe(key, (seq) => wake(created, seq));
+      groups.set(tag, created);
+      group = created;
+    }
+    return group;
+  };
+
+  const end = (member: Member, reason: ErrorCode | typeof STREAM_LIFETIME_EXCEEDED | undefined) => {
+    if (member.closed) return;
+    member.closed = true;
+    clearTimeout(member.lifetime);
+    const { group } = member;
+    group.members.delete(member);
+    group.live.delete(member);
+    if (group.members.size === 0) {
+      group.unsubscribe();
+      groups.delete(sessionTag(group.key));
+    }
+    if (groups.size === 0 && heartbeat) {
+      clearInterval(heartbeat);
+      heartbeat = undefined;
+    }
+    // The frames in flight are already in the sink's buffer, in order: the end frame comes last.
+    if (reason !== undefined) void member.sink.write(`event: end\ndata: ${JSON.stringify({ reason })}\n\n`);
+    member.sink.end();
+    member.release();
+    member.resolveEnded();
+  };
+
+  // A stream on its own: reads after its seq until it reaches the session's shared position, then joins.
+  const catchUp = (member: Member) => {
+    member.busy = (async () => {
+      for (;;) {
+        if (member.closed) return;
+        const frames = await readForGroup(db, member.group.key, member.lastSeq, pageSize);
+        counts.catchUpReads++;
+        for (const frame of frames) {
+          if (member.closed) return;
+          await member.sink.write(frame.text);
+          member.lastSeq = frame.seq;
+        }
+        if (frames.length < pageSize && joinWhenCaughtUp(member)) {
+          // An append announced while no stream was in the shared read has not been read yet.
+          const { group } = member;
+          if (!member.closed && group.wantedSeq > group.position) wake(group, group.wantedSeq);
+          return;
+        }
+      }
+    })()
+      .catch(() => end(member, 'ResourceUnavailable.Database'))
+      .finally(() => (member.busy = undefined));
+  };
+
+  const deliver = (member: Member, frames: EventFrame[]) => {
+    const fresh = frames.filter((frame) => frame.seq > member.lastSeq);
+    if (fresh.length === 0) return;
+    if (member.busy) {
+      // Still writing the previous frames (a slow client): it leaves the shared read and, once its
+      // writes are done, reads what it missed by itself.
+      member.group.live.delete(member);
+      void member.busy.then(() => member.closed || member.group.live.has(member) || catchUp(member));
       return;
     }
-    pumping = (async () => {
-      do {
-        again = false;
-        await drain();
-      } while (again && !closed);
-    })()
-      .catch(() => close()) // the database is unreachable: the client reconnects with Last-Event-ID
-      .finally(() => (pumping = undefined));
+    member.busy = (async () => {
+      for (const frame of fresh) {
+        if (member.closed) return;
+        await member.sink.write(frame.text);
+        member.lastSeq = frame.seq;
+      }
+    })().finally(() => (member.busy = undefined));
   };
 
-  const unsubscribe = feed.subscribe(key, (seq) => {
-    if (seq === undefined || seq > lastSeq) pump();
-  });
-  const heartbeat = setInterval(() => {
+  // One read at a time per session. A wake-up for a seq already read costs nothing, so the feed's
+  // poll confirming what this instance's append already announced reads nothing.
+  const wake = (group: SessionGroup, seq: number | undefined) => {
+    if (seq === undefined) group.lookAgain = true;
+    else if (seq > group.position) group.wantedSeq = Math.max(group.wantedSeq, seq);
+    else return;
+    if (group.reading) return;
+    group.reading = true;
     void (async () => {
-      await sink.write(': heartbeat\n\n');
-      if (closed) return;
-      if (!(await findLiveSessionId(db, key))) {
-        await sink.write('event: end\ndata: {"reason":"ResourceNotFound.Session"}\n\n');
-        close();
-        return;
+      while (group.live.size > 0 && (group.lookAgain || group.wantedSeq > group.position)) {
+        group.lookAgain = false;
+        const frames = await readForGroup(db, group.key, group.position, pageSize);
+        counts.sharedReads++;
+        const last = frames.at(-1);
+        if (last) group.position = last.seq;
+        for (const member of group.live) deliver(member, frames);
+        if (frames.length === pageSize) group.lookAgain = true;
+        // Nothing newer is stored: a wanted seq the read did not find is not waited for.
+        else group.wantedSeq = Math.min(group.wantedSeq, group.position);
       }
-      pump();
-    })().catch(() => close());
-  }, heartbeatMs);
-  heartbeat.unref();
+    })()
+      // The database is unreachable: the streams end and their clients reconnect with Last-Event-ID.
+      .catch(() => [...group.live].forEach((member) => end(member, 'ResourceUnavailable.Database')))
+      .finally(() => (group.reading = false));
+  };
 
-  // The browser's EventSource reconnects after `retry` milliseconds on its own.
-  await sink.write('retry: 1000\n\n');
-  pump();
-  return { close, ended };
+  // Every stream is checked at every heartbeat: the session, then the principal, exactly as a new
+  // request would be, so that a revocation ends the stream within one heartbeat.
+  const beat = async () => {
+    const checks = new Map<string, Promise<ErrorCode | undefined>>();
+    const recheck = (member: Member) => {
+      const memo = `${member.group.key.spaceId}\n${member.authorization ?? ''}`;
+      let check = checks.get(memo);
+      if (!check) {
+        check = reauthorize(member.authorization, member.group.key.spaceId).then(
+          () => undefined,
+          (error: unknown) => (error instanceof AppError ? error.code : 'ResourceUnavailable.Database'),
+        );
+        checks.set(memo, check);
+      }
+      return check;
+    };
+    const checkGroup = async (group: SessionGroup) => {
+      const members = [...group.members];
+      for (const member of members) void member.sink.write(': heartbeat\n\n');
+      const live = await findLiveSessionId(db, group.key).then(Boolean, () => undefined);
+      if (live === false) return members.forEach((member) => end(member, 'ResourceNotFound.Session'));
+      await Promise.all(
+        members.map(async (member) => {
+          const refused = await recheck(member);
+          if (refused) end(member, refused);
+        }),
+      );
+      wake(group, undefined);
+    };
+    // Two sessions at a time: a heartbeat over many sessions must not take the whole pool at once.
+    const queue = [...groups.values()];
+    const worker = async () => {
+      for (let group = queue.shift(); group; group = queue.shift()) await checkGroup(group);
+    };
+    await Promise.all([worker(), worker()]);
+  };
+
+  return {
+    async open(key, afterSeq, sink, authorization) {
+      const release = takeSlot(key.accountId);
+      try {
+        if (!(await findLiveSessionId(db, key))) throw await sessionNotFound(db, key);
+      } catch (error) {
+        release();
+        throw error;
+      }
+      let resolveEnded!: () => void;
+      const ended = new Promise<void>((resolve) => (resolveEnded = resolve));
+      const member = newMember({ group: groupOf(key), sink, authorization, lastSeq: afterSeq, release, resolveEnded });
+      member.group.members.add(member);
+      member.lifetime = setTimeout(() => end(member, STREAM_LIFETIME_EXCEEDED), lifetimeMs);
+      member.lifetime.unref();
+      if (!heartbeat) {
+        // A heartbeat still checking (a slow database) is not overlapped by the next one.
+        let beating = false;
+        heartbeat = setInterval(() => {
+          if (beating) return;
+          beating = true;
+          void beat().finally(() => (beating = false));
+        }, heartbeatMs);
+        heartbeat.unref();
+      }
+      // The browser's EventSource reconnects after `retry` milliseconds on its own.
+      await sink.write('retry: 1000\n\n');
+      catchUp(member);
+      return { close: () => end(member, undefined), ended };
+    },
+    closeAll() {
+      for (const group of [...groups.values()]) for (const member of [...group.members]) end(member, undefined);
+    },
+  };
 }

@@ -280,7 +280,7 @@ export interface paths {
         };
         /**
          * Follow a session's events as they are appended (server-sent events)
-         * @description Sends the stored events after `afterSeq` (or after `Last-Event-ID`), then every new event as it is appended, each exactly once and in seq order; the SSE id of each event is its seq, so a client that reconnects with Last-Event-ID misses nothing. Authorized like listing the events (session:DescribeEvents), once, when the stream opens. An open stream holds no database connection while it waits: one listening connection per instance wakes the streams of the session an append wrote to. The stream is ended when the session is deleted or expires (an `end` frame) and when the server shuts down (no frame: reconnect). Agent instances can use it to wait for another instance's turn instead of polling.
+         * @description Sends the stored events after `afterSeq` (or after `Last-Event-ID`), then every new event as it is appended, each exactly once and in seq order; the SSE id of each event is its seq, so a client that reconnects with Last-Event-ID misses nothing. Authorized like listing the events (session:DescribeEvents) when the stream opens, and again at every heartbeat exactly as a new request would be: a deleted or disabled credential, a deleted sub-account or a policy that no longer allows it ends the stream within one heartbeat with an `end` frame naming the code. An open stream holds no database connection while it waits: the streams of a session share one read of its new events. The stream is ended when the session is deleted or expires, after its maximum lifetime (EVENT_STREAM_MAX_LIFETIME_MS, default 30 min; reason `StreamLifetimeExceeded`) and when the server shuts down (no frame: reconnect). An account may have EVENT_STREAM_MAX_PER_ACCOUNT streams open on an instance (default 100), and an instance serves EVENT_STREAM_MAX_PER_INSTANCE (default 1,000); past either the answer is 429 `RequestLimitExceeded` with Retry-After. Agent instances can use it to wait for another instance's turn instead of polling.
          */
         get: operations["streamEvents"];
         put?: never;
@@ -548,6 +548,59 @@ export interface components {
                 };
             };
         };
+        Event: {
+            /** @description Server-assigned position in the session: 1, 2, 3 … without gaps. */
+            seq: number;
+            eventId: string;
+            invocationId?: string;
+            author: string;
+            content?: {
+                /** @description Usually "user" or "model". */
+                role?: string;
+                parts: {
+                    text?: string;
+                    /** @description true when the text is the model's reasoning rather than its answer. */
+                    thought?: boolean;
+                    functionCall?: {
+                        id?: string;
+                        name: string;
+                        args: components["schemas"]["JsonObject"];
+                    };
+                    functionResponse?: {
+                        id?: string;
+                        name: string;
+                        response: components["schemas"]["JsonObject"];
+                    };
+                    inlineData?: {
+                        mimeType: string;
+                        data: string;
+                    };
+                }[];
+            };
+            actions?: {
+                /** @description Applied to the session state in the same transaction as the append. */
+                stateDelta?: components["schemas"]["JsonObject"];
+                /**
+                 * @description merge-patch (default): RFC 7396, null deletes a key. replace: top-level keys are replaced whole, null is stored.
+                 * @enum {string}
+                 */
+                stateDeltaMode?: "merge-patch" | "replace";
+            };
+            metadata?: components["schemas"]["JsonObject"];
+            extensions?: components["schemas"]["JsonObject"];
+            errorCode?: string;
+            errorMessage?: string;
+            /**
+             * Format: date-time
+             * @description The client's timestamp as given (default: server time); used only for filtering.
+             */
+            timestamp: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC timestamp with millisecond precision.
+             */
+            createTime: string;
+        };
         Session: {
             spaceId: string;
             userId: string;
@@ -602,59 +655,6 @@ export interface components {
              */
             updateTime: string;
             expireTime: string | null;
-        };
-        Event: {
-            /** @description Server-assigned position in the session: 1, 2, 3 … without gaps. */
-            seq: number;
-            eventId: string;
-            invocationId?: string;
-            author: string;
-            content?: {
-                /** @description Usually "user" or "model". */
-                role?: string;
-                parts: {
-                    text?: string;
-                    /** @description true when the text is the model's reasoning rather than its answer. */
-                    thought?: boolean;
-                    functionCall?: {
-                        id?: string;
-                        name: string;
-                        args: components["schemas"]["JsonObject"];
-                    };
-                    functionResponse?: {
-                        id?: string;
-                        name: string;
-                        response: components["schemas"]["JsonObject"];
-                    };
-                    inlineData?: {
-                        mimeType: string;
-                        data: string;
-                    };
-                }[];
-            };
-            actions?: {
-                /** @description Applied to the session state in the same transaction as the append. */
-                stateDelta?: components["schemas"]["JsonObject"];
-                /**
-                 * @description merge-patch (default): RFC 7396, null deletes a key. replace: top-level keys are replaced whole, null is stored.
-                 * @enum {string}
-                 */
-                stateDeltaMode?: "merge-patch" | "replace";
-            };
-            metadata?: components["schemas"]["JsonObject"];
-            extensions?: components["schemas"]["JsonObject"];
-            errorCode?: string;
-            errorMessage?: string;
-            /**
-             * Format: date-time
-             * @description The client's timestamp as given (default: server time); used only for filtering.
-             */
-            timestamp: string;
-            /**
-             * Format: date-time
-             * @description RFC 3339 UTC timestamp with millisecond precision.
-             */
-            createTime: string;
         };
         AppendEvent: {
             /** @description Unique per session; generated when absent. Resending an event with the same id and payload is a safe retry. */
@@ -3495,7 +3495,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description text/event-stream. Each event is a frame `id: <seq>`, `event: event`, `data: <the Event as JSON>`; a `: heartbeat` comment comes at least every heartbeat interval; a final `event: end` frame (data `{"reason": "ResourceNotFound.Session"}`) says the session is gone. */
+            /** @description text/event-stream. Each event is a frame `id: <seq>`, `event: event`, `data: <the Event as JSON>`; a `: heartbeat` comment comes at least every heartbeat interval; a final `event: end` frame (data `{"reason": "<code>"}`) says why the server ended the stream: `ResourceNotFound.Session` (the session is gone), `AuthFailure`, `UnauthorizedOperation` or `ResourceNotFound.SessionSpace` (what a new request would now get), `StreamLifetimeExceeded` (the maximum lifetime is over: reconnect with Last-Event-ID) or `ResourceUnavailable.Database` (reconnect with Last-Event-ID). */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];

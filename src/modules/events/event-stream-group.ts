@@ -1,0 +1,81 @@
+// The open event streams of one session (event-stream.service.ts): they share one read of the new
+// events per wake-up. Each stream is at its own position (it may have opened with an older
+// Last-Event-ID, or fallen behind): it reads alone until it has reached the shared position, then
+// joins the streams the shared read feeds, and from then on takes, of each shared read, only the
+// events after its own last one. So no stream skips or repeats an event.
+import type { Database } from '../../db/connect.js';
+import type { SessionKey } from '../../db/keys.js';
+import { toEventView } from './event.model.js';
+import { listEvents } from './events.repository.js';
+
+/** The SSE frame of one event: its seq is the id a reconnecting client sends back as Last-Event-ID. */
+export function eventFrame(seq: number, json: string): string {
+  return `id: ${seq}\nevent: event\ndata: ${json}\n\n`;
+}
+
+/** One event's frame, serialized once and written to every stream of the session. */
+export interface EventFrame {
+  seq: number;
+  text: string;
+}
+
+export interface SessionGroup {
+  key: SessionKey;
+  /** Every open stream of the session. */
+  members: Set<Member>;
+  /** The streams the shared read feeds: caught up to `position` (or writing the frames up to it). */
+  live: Set<Member>;
+  /** The last seq the shared read has read. */
+  position: number;
+  reading: boolean;
+  /** Read once more even without a known new seq (a heartbeat, or a full page). */
+  lookAgain: boolean;
+  /** The newest seq the feed announced. */
+  wantedSeq: number;
+  unsubscribe(): void;
+}
+
+export interface Member {
+  group: SessionGroup;
+  sink: { write(text: string): Promise<void>; end(): void };
+  /** The request's Authorization header, checked again at every heartbeat. */
+  authorization: string | undefined;
+  /** The last seq written to this stream. */
+  lastSeq: number;
+  /** The frames being written, or its own catch-up; one at a time, so frames stay in order. */
+  busy: Promise<void> | undefined;
+  closed: boolean;
+  lifetime: NodeJS.Timeout | undefined;
+  /** Gives back the stream's slot under the caps. */
+  release(): void;
+  resolveEnded(): void;
+}
+
+export function newMember(fields: Pick<Member, 'group' | 'sink' | 'authorization' | 'lastSeq' | 'release' | 'resolveEnded'>): Member {
+  return { ...fields, busy: undefined, closed: false, lifetime: undefined };
+}
+
+export const sessionTag = (key: SessionKey) => JSON.stringify([key.accountId, key.spaceId, key.userId, key.sessionId]);
+
+/** The frames of up to `limit` events after `afterSeq`, in seq order. */
+export async function readForGroup(db: Database, key: SessionKey, afterSeq: number, limit: number): Promise<EventFrame[]> {
+  const rows = await listEvents(db, key, {}, { order: 'asc', cursorSeq: afterSeq, limit });
+  return rows.map((row) => ({ seq: row.seq, text: eventFrame(row.seq, JSON.stringify(toEventView(row))) }));
+}
+
+/**
+ * Called by a stream that has read everything stored after its seq: it joins the shared read when
+ * that read has nothing it lacks, and answers whether it joined (else it reads again by itself).
+ */
+export function joinWhenCaughtUp(member: Member): boolean {
+  const { group } = member;
+  if (member.closed) return true;
+  if (group.live.size === 0 && !group.reading) {
+    // Nobody else depends on the shared position: it starts where this stream is.
+    group.position = member.lastSeq;
+  } else if (member.lastSeq < group.position) {
+    return false; // the shared read went past this stream's last read: it reads the gap first
+  }
+  group.live.add(member);
+  return true;
+}
