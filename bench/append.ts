@@ -36,6 +36,7 @@ import { type Database, type DatabaseHandle, openDatabase } from '../src/db/conn
 import { migrateToLatest } from '../src/db/migrate.js';
 import type { DB } from '../src/db/schema.js';
 import { createAccount } from '../src/modules/accounts/accounts.service.js';
+import { createAccountSlots } from '../src/lib/account-slots.js';
 import { batchingOptions, useAppendBatching } from '../src/modules/events/append-batcher.js';
 import { appendEvents } from '../src/modules/events/append.service.js';
 import type { AppendBatchCounts } from '../src/lib/metrics-registry.js';
@@ -175,7 +176,7 @@ async function main(): Promise<void> {
     // Run 3's pool is opened exactly as the service opens its own (size, timeouts, type parsers),
     // and its appends are grouped as the server groups its own (APPEND_BATCH_MAX and _CONCURRENCY).
     own = await openDatabase(service.database);
-    const ownBatcher = useAppendBatching(own.db, batchingOptions(service.limits));
+    const ownBatcher = useAppendBatching(own.db, batchingOptions(service.limits, createAccountSlots({ total: service.limits.listConcurrency, perAccount: service.limits.expensivePerAccount })));
     const version = (await setup.pool.query('SHOW server_version')).rows[0].server_version;
     console.log(
       `PostgreSQL ${version}, database ${name}; pool ${POOL_MAX} (the server's and run 3's), ${CONNECTIONS} concurrent clients, ` +

@@ -25,7 +25,7 @@ import { usedSignatures } from './http/used-signatures.js';
 import type { AppDeps, ZodApp } from './http/zod-app.js';
 import type { EventStreamCounts, PoolStats } from './lib/metrics-registry.js';
 import { PageTokens } from './lib/page-token.js';
-import { createSemaphore } from './lib/semaphore.js';
+import { createAccountSlots } from './lib/account-slots.js';
 import { authenticate } from './modules/accounts/accounts.service.js';
 import { batchingOptions, useAppendBatching } from './modules/events/append-batcher.js';
 import { EVENT_STREAM_ACTION } from './modules/events/event-stream.routes.js';
@@ -132,7 +132,8 @@ export async function buildApp({
   registerErrorHandling(app, { databaseOutage });
   registerRequestLogging(app);
   registerShutdownRefusal(app);
-  const appendBatcher = useAppendBatching(db, batchingOptions(limits));
+  const expensiveSlots = createAccountSlots({ total: limits.listConcurrency, perAccount: limits.expensivePerAccount });
+  const appendBatcher = useAppendBatching(db, batchingOptions(limits, expensiveSlots));
   const eventStreamCounts: EventStreamCounts = { open: 0, sharedReads: 0, catchUpReads: 0 };
   const metrics = registerMetrics(app, { pool, appendBatches: appendBatcher.stats, eventStreams: eventStreamCounts });
   registerBodyNestingLimit(app);
@@ -211,7 +212,7 @@ export async function buildApp({
     limits,
     credentialMasterKey,
     pageTokens: new PageTokens(pageTokenKey),
-    listSlots: createSemaphore(limits.listConcurrency),
+    expensiveSlots,
     metrics,
     credentialChangesApplied: credentialCache ? () => credentialCache.catchUp() : async () => {},
     eventFeed,

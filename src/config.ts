@@ -77,6 +77,12 @@ const environmentSchema = z.object({
   // Session lists that may query at once per instance (the others wait their turn): by default two
   // pool connections fewer than DB_POOL_MAX, so that lists never hold every connection appends need.
   LIST_CONCURRENCY: z.coerce.number().int().min(1).optional(),
+  // Of those slots, the most one account may hold at once (default: half, rounded up), so that one
+  // account's expensive requests never hold them all (src/lib/account-slots.ts).
+  EXPENSIVE_PER_ACCOUNT: z.coerce.number().int().min(1).optional(),
+  // An append whose stateDeltas are larger than this is known to be slow: it does not join a batch,
+  // and it takes one of its account's expensive-request slots (docs/design.md §8).
+  APPEND_ALONE_DELTA_BYTES: z.coerce.number().int().min(1).default(16 * KiB),
   // Group commit (src/modules/events/append-batcher.ts): appends per database call (1 turns it off;
   // at most 32, see migrations/0007), and append calls in the database at once per instance (by
   // default 2 with PostgreSQL, so that one call waiting for a busy session's lock does not hold up
@@ -120,8 +126,15 @@ export interface Limits {
   titleChars: number;
   filterValues: number;
   filters: number;
-  /** Session lists querying at once per instance (bench/list-contention.ts). */
+  /**
+   * Expensive requests querying at once per instance (bench/list-contention.ts): session lists,
+   * state at event N, export and import, appends with a large delta.
+   */
   listConcurrency: number;
+  /** Of those, the most one account may run at once. */
+  expensivePerAccount: number;
+  /** An append whose stateDeltas are larger than this goes alone, in one of those slots. */
+  appendAloneDeltaBytes: number;
   /** Appends per database call (group commit, append-batcher.ts); 1 sends each alone. */
   appendBatchMax: number;
   /** Append calls in the database at once per instance. */
@@ -182,6 +195,7 @@ export class ConfigError extends Error {
 export const DEFAULT_LIMITS: Limits = limitsFrom(environmentSchema.parse({}));
 
 function limitsFrom(env: z.infer<typeof environmentSchema>): Limits {
+  const listConcurrency = env.LIST_CONCURRENCY ?? Math.max(1, env.DB_POOL_MAX - 2);
   return {
     bodyBytes: env.MAX_BODY_BYTES,
     eventBytes: env.MAX_EVENT_BYTES,
@@ -192,7 +206,9 @@ function limitsFrom(env: z.infer<typeof environmentSchema>): Limits {
     titleChars: env.MAX_TITLE_CHARS,
     filterValues: env.MAX_FILTER_VALUES,
     filters: env.MAX_FILTERS,
-    listConcurrency: env.LIST_CONCURRENCY ?? Math.max(1, env.DB_POOL_MAX - 2),
+    listConcurrency,
+    expensivePerAccount: Math.min(listConcurrency, env.EXPENSIVE_PER_ACCOUNT ?? Math.ceil(listConcurrency / 2)),
+    appendAloneDeltaBytes: env.APPEND_ALONE_DELTA_BYTES,
     appendBatchMax: env.APPEND_BATCH_MAX,
     appendBatchConcurrency: env.APPEND_BATCH_CONCURRENCY ?? (env.DATABASE_URL ? Math.min(2, env.DB_POOL_MAX) : 1),
     appendBatchLockWaitMs: env.APPEND_BATCH_LOCK_WAIT_MS,

@@ -6,7 +6,7 @@ import type { Database } from '../db/connect.js';
 import type { EventFeed } from '../db/event-feed.js';
 import type { AppMetrics } from '../lib/metrics-registry.js';
 import type { PageTokens } from '../lib/page-token.js';
-import type { Semaphore } from '../lib/semaphore.js';
+import type { AccountSlots } from '../lib/account-slots.js';
 import type { EventStreams } from '../lib/event-streams.js';
 
 /** A Fastify instance whose route schemas are zod schemas. */
@@ -21,10 +21,12 @@ export interface AppDeps {
   /** Signs and checks the lists' page tokens under the server's key. */
   pageTokens: PageTokens;
   /**
-   * The session lists' slots: at most limits.listConcurrency lists query at once per instance,
-   * through either face (REST, API 3.0), so that lists never hold every connection appends need.
+   * The expensive requests' slots: at most limits.listConcurrency of them (session lists, state at
+   * event N, export and import, appends with a large delta) query at once per instance, through
+   * either face (REST, API 3.0), and at most limits.expensivePerAccount for one account, so that
+   * they never hold every connection appends need, nor one account every slot.
    */
-  listSlots: Semaphore;
+  expensiveSlots: AccountSlots;
   /** This app's Prometheus instruments (GET /metrics). */
   metrics: AppMetrics;
   /**

@@ -121,6 +121,30 @@ describe('group commit of appends', () => {
     expect(after.reruns - before.reruns).toBeLessThanOrEqual(refused.length);
   });
 
+  it('sends an append with a large delta alone, outside every batch, while the small ones around it are batched', async () => {
+    const app = await buildApp({
+      db: t.db,
+      pageTokenKey: TEST_PAGE_TOKEN_KEY,
+      limits: { ...DEFAULT_LIMITS, ...LIMITS, stateBytes: 64 * 1024, rateLimitMax: 0, appendAloneDeltaBytes: 1024, listConcurrency: 2, expensivePerAccount: 1 },
+    });
+    try {
+      const heavy = await Promise.all([1, 2, 3].map(() => newSession()));
+      const light = await Promise.all([1, 2, 3, 4, 5, 6].map(() => newSession()));
+      const before = await batchCounts(app);
+      const post = (sessionId: string, stateDelta: object) =>
+        app.inject({ method: 'POST', url: eventsUrl(sessionId), headers: { authorization: `Bearer ${t.account.rootCredential.token}` }, payload: { author: 'user', actions: { stateDelta } } });
+      const big = Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`key${i}`, 'x'.repeat(20)]));
+      const answers = await Promise.all([...heavy.map((sessionId) => post(sessionId, big)), ...light.map((sessionId) => post(sessionId, { small: 1 }))]);
+      expect(answers.map((res) => res.statusCode)).toEqual(answers.map(() => 201));
+      const after = await batchCounts(app);
+      // Only the small appends ever sat in a batch.
+      expect(after.batchedAppends - before.batchedAppends).toBeLessThanOrEqual(light.length);
+      for (const sessionId of heavy) expect((await snapshot(sessionId)).session!.state).toEqual(big);
+    } finally {
+      await app.close();
+    }
+  });
+
   it('sends an append that writes user: or app: state alone, and loses no shared key under concurrency', async () => {
     const sessions = await Promise.all(Array.from({ length: 10 }, () => newSession()));
     const before = await batchCounts();

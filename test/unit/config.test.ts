@@ -40,6 +40,8 @@ describe('loadConfig', () => {
       filterValues: 100,
       filters: 10,
       listConcurrency: 8,
+      expensivePerAccount: 4,
+      appendAloneDeltaBytes: 16 * 1024,
       appendBatchMax: 32,
       appendBatchConcurrency: 1,
       appendBatchLockWaitMs: 200,
@@ -206,6 +208,12 @@ describe('loadConfig', () => {
     expect(loadConfig({ DB_POOL_MAX: '1' }).limits.listConcurrency).toBe(1);
     expect(loadConfig({ LIST_CONCURRENCY: '3' }).limits.listConcurrency).toBe(3);
     expect(() => loadConfig({ LIST_CONCURRENCY: '0' })).toThrow(/LIST_CONCURRENCY/);
+    // One account may hold half of them (rounded up), or EXPENSIVE_PER_ACCOUNT, never more than all.
+    expect(loadConfig({ DB_POOL_MAX: '7' }).limits.expensivePerAccount).toBe(3);
+    expect(loadConfig({ LIST_CONCURRENCY: '3', EXPENSIVE_PER_ACCOUNT: '1' }).limits.expensivePerAccount).toBe(1);
+    expect(loadConfig({ LIST_CONCURRENCY: '3', EXPENSIVE_PER_ACCOUNT: '9' }).limits.expensivePerAccount).toBe(3);
+    expect(() => loadConfig({ EXPENSIVE_PER_ACCOUNT: '0' })).toThrow(/EXPENSIVE_PER_ACCOUNT/);
+    expect(loadConfig({ APPEND_ALONE_DELTA_BYTES: '2048' }).limits.appendAloneDeltaBytes).toBe(2048);
   });
 
   it('groups up to 32 appends per call, two calls at once with PostgreSQL and one embedded, unless APPEND_BATCH_* say otherwise', () => {

@@ -32,6 +32,7 @@ import { ConnectionStateError } from '../../db/guarded-pool.js';
 import type { SessionKey } from '../../db/keys.js';
 import { preparedStatement } from '../../db/prepared-statements.js';
 import { AppError } from '../../errors.js';
+import type { AccountSlots } from '../../lib/account-slots.js';
 import type { AppendBatchCounts } from '../../lib/metrics-registry.js';
 import type { EventDocument } from './append-plan.js';
 import { type AppendedSession, appendInDatabase } from './append.repository.js';
@@ -47,15 +48,21 @@ export interface AppendBatcherOptions {
   lockWaitMs: number;
   /** The longest an append waits in its session's queue before it is answered 503 unsent. */
   sessionQueueWaitMs: number;
+  /** An append whose stateDeltas are larger is known to be slow: alone, in an expensive slot. */
+  aloneDeltaBytes: number;
+  /** Shared fairly between accounts (src/lib/account-slots.ts). */
+  expensiveSlots: AccountSlots;
 }
 
-/** The batcher an instance with these limits runs. */
-export const batchingOptions = (limits: Limits): AppendBatcherOptions => ({
+/** The batcher an instance with these limits runs, its slow appends in `expensiveSlots`. */
+export const batchingOptions = (limits: Limits, expensiveSlots: AccountSlots): AppendBatcherOptions => ({
   maxBatch: limits.appendBatchMax,
   concurrency: limits.appendBatchConcurrency,
   stateLimit: limits.stateBytes,
   lockWaitMs: limits.appendBatchLockWaitMs,
   sessionQueueWaitMs: limits.appendSessionQueueWaitMs,
+  aloneDeltaBytes: limits.appendAloneDeltaBytes,
+  expensiveSlots,
 });
 
 interface Waiting {
@@ -96,8 +103,14 @@ export class AppendBatcher {
     private readonly options: AppendBatcherOptions,
   ) {}
 
-  /** appendInDatabase's contract: the session after the append, undefined if it is missing, or its error. */
-  append(key: SessionKey, events: EventDocument[], ifMatch: number[] | undefined): Promise<AppendedSession | undefined> {
+  /**
+   * appendInDatabase's contract: the session after the append, undefined if it is missing, or its
+   * error. `deltaBytes`: the serialized size of the events' stateDeltas.
+   */
+  append(key: SessionKey, events: EventDocument[], ifMatch: number[] | undefined, deltaBytes = 0): Promise<AppendedSession | undefined> {
+    // A large delta makes a slow call (its merge, its write, its WAL): it would hold back every
+    // append of a batch, and a batch slot, so it goes alone, in one of its account's expensive slots.
+    if (deltaBytes > this.options.aloneDeltaBytes) return this.options.expensiveSlots.run(key.accountId, () => this.alone({ key, events, ifMatch }));
     if (this.options.maxBatch <= 1 || writesSharedState(events)) return this.alone({ key, events, ifMatch });
     return new Promise((resolve, reject) => {
       const waiting: Waiting = { key, events, ifMatch, arrivedAt: performance.now(), resolve, reject };

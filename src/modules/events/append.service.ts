@@ -59,8 +59,9 @@ export async function appendEvents(db: Database, limits: Limits, key: SessionKey
 async function appendNew(db: Database, limits: Limits, key: SessionKey, events: PreparedEvent[], ifMatch: IfMatch): Promise<AppendEventsResult> {
   const documents = events.map(eventDocument);
   const batcher = appendBatcherOf(db);
+  const deltaBytes = events.reduce((sum, event) => sum + event.deltaBytes, 0);
   const session = batcher
-    ? await batcher.append(key, documents, revisionsOf(ifMatch))
+    ? await batcher.append(key, documents, revisionsOf(ifMatch), deltaBytes)
     : await appendInDatabase(db, key, documents, revisionsOf(ifMatch), limits.stateBytes);
   if (!session) throw await sessionNotFound(db, key);
   const written = writtenViews(documents, session);

@@ -13,12 +13,12 @@ import { createSession, deleteSession, describeSession, listSessions, modifySess
 const USER_SESSIONS = '/spaces/:spaceId/users/:userId/sessions';
 const ONE_SESSION = `${USER_SESSIONS}/:sessionId`;
 
-export async function sessionsRoutes(app: ZodApp, { db, limits, pageTokens, listSlots }: AppDeps): Promise<void> {
+export async function sessionsRoutes(app: ZodApp, { db, limits, pageTokens, expensiveSlots }: AppDeps): Promise<void> {
   const schemas = sessionSchemas(limits);
   // A list is three statements (space, page, count) on one pool: 100 concurrent lists queued every
   // append behind them (bench/list-contention.ts). At most limits.listConcurrency lists query at
-  // once (listSlots, shared with the API 3.0 face); the others wait here, outside the pool's
-  // queue, so appends keep their connections.
+  // once (expensiveSlots, shared with the API 3.0 face, at most limits.expensivePerAccount for one
+  // account); the others wait here, outside the pool's queue, so appends keep their connections.
 
   app.post(
     USER_SESSIONS,
@@ -73,7 +73,7 @@ export async function sessionsRoutes(app: ZodApp, { db, limits, pageTokens, list
     },
     async (request) => {
       const { spaceId, userId } = request.params;
-      return listSlots.run(() => listSessions(db, limits, pageTokens, { accountId: request.principal.accountId, spaceId, userId }, request.query));
+      return expensiveSlots.run(request.principal.accountId, () => listSessions(db, limits, pageTokens, { accountId: request.principal.accountId, spaceId, userId }, request.query));
     },
   );
 
@@ -91,7 +91,7 @@ export async function sessionsRoutes(app: ZodApp, { db, limits, pageTokens, list
         response: { 200: SessionList, ...errorResponses('InvalidParameter.PageToken', 'ResourceNotFound.SessionSpace') },
       },
     },
-    async (request) => listSlots.run(() => listSessions(db, limits, pageTokens, { accountId: request.principal.accountId, spaceId: request.params.spaceId }, request.query)),
+    async (request) => expensiveSlots.run(request.principal.accountId, () => listSessions(db, limits, pageTokens, { accountId: request.principal.accountId, spaceId: request.params.spaceId }, request.query)),
   );
 
   app.get(

@@ -32,7 +32,7 @@ export const StateAtEventResponse = z
   })
   .meta({ id: 'StateAtEvent' });
 
-export async function stateHistoryRoutes(app: ZodApp, { db }: AppDeps): Promise<void> {
+export async function stateHistoryRoutes(app: ZodApp, { db, expensiveSlots }: AppDeps): Promise<void> {
   app.get(
     '/spaces/:spaceId/users/:userId/sessions/:sessionId/state-at/:seq',
     {
@@ -55,7 +55,9 @@ export async function stateHistoryRoutes(app: ZodApp, { db }: AppDeps): Promise<
     },
     async (request) => {
       const { seq, ...session } = request.params;
-      return getStateAtEvent(db, { accountId: request.principal.accountId, ...session }, seq);
+      const { accountId } = request.principal;
+      // A replay reads many rows: one of the account's expensive slots (src/lib/account-slots.ts).
+      return expensiveSlots.run(accountId, () => getStateAtEvent(db, { accountId, ...session }, seq));
     },
   );
 }

@@ -119,7 +119,7 @@ export const describeSessionsAction = defineAction({
   }),
   permission: { action: 'session:DescribeSessions', scope: 'space' },
   spaceIdOf: (input) => input.SpaceId,
-  async run({ db, limits, pageTokens, listSlots, principal }, input) {
+  async run({ db, limits, pageTokens, expensiveSlots, principal }, input) {
     const filters = sessionFilterQuery(input.Filters ?? []);
     const scope = { accountId: principal.accountId, spaceId: input.SpaceId };
     // The Offset is skipped in the database (sessions.repository.ts, listSessionRows).
@@ -128,7 +128,7 @@ export const describeSessionsAction = defineAction({
       { userId: input.UserIds, sessionId: input.SessionIds, ...filters, metadata: filters.metadata.length ? filters.metadata : undefined, pageSize: input.Limit, includeTotal: 'true' },
       pascalPath([], { userId: 'UserIds', sessionId: 'SessionIds', metadata: 'Filters', title: 'Filters', titleLike: 'Filters' }),
     );
-    const page = await listSlots.run(() => listSessions(db, limits, pageTokens, scope, query, input.Offset));
+    const page = await expensiveSlots.run(principal.accountId, () => listSessions(db, limits, pageTokens, scope, query, input.Offset));
     return { TotalCount: page.totalCount ?? 0, Sessions: page.sessions.map(toSessionInfo) };
   },
 });

@@ -9,7 +9,7 @@ import type { AppMetrics } from '../../lib/metrics-registry.js';
 import type { PageTokens } from '../../lib/page-token.js';
 import type { Action } from '../../lib/policy.js';
 import type { Principal } from '../../lib/principal.js';
-import type { Semaphore } from '../../lib/semaphore.js';
+import type { AccountSlots } from '../../lib/account-slots.js';
 import type { EventFeed } from '../../db/event-feed.js';
 import type { SessionNotFoundCode } from './tc3-errors.js';
 
@@ -18,8 +18,8 @@ export interface Tc3Context {
   limits: Limits;
   pageTokens: PageTokens;
   metrics: AppMetrics;
-  /** The session lists' slots, shared with the REST routes (AppDeps.listSlots). */
-  listSlots: Semaphore;
+  /** The expensive requests' slots, shared with the REST routes (AppDeps.expensiveSlots). */
+  expensiveSlots: AccountSlots;
   /** The instance's feed of appends, shared with the REST routes (AppDeps.eventFeed). */
   eventFeed: EventFeed;
   principal: Principal;

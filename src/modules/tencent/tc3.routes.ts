@@ -87,7 +87,7 @@ export async function tencentApiRoutes(scope: ZodApp, deps: AppDeps, { extraPath
   await registerRateLimit(scope, deps.limits, rateLimitCounters);
 
   const handler = async (request: FastifyRequest, reply: FastifyReply) => {
-    const context = { db, limits: deps.limits, pageTokens: deps.pageTokens, metrics: deps.metrics, listSlots: deps.listSlots, eventFeed: deps.eventFeed, principal: request.principal };
+    const context = { db, limits: deps.limits, pageTokens: deps.pageTokens, metrics: deps.metrics, expensiveSlots: deps.expensiveSlots, eventFeed: deps.eventFeed, principal: request.principal };
     const fields = await dispatchAction(context, header(request, 'x-tc-action'), header(request, 'x-tc-version'), request.body);
     return sendEnvelope(request, reply, fields);
   };

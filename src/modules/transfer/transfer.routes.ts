@@ -9,7 +9,7 @@ import { ExportDocument, type ExportDocumentValue, ExportQuery, IMPORT_BODY_BYTE
 import { maySeeSessionContents, writtenSessionAnswer } from '../sessions/session-disclosure.js';
 import { importSession, openExport } from './transfer.service.js';
 
-export async function transferRoutes(app: ZodApp, { db, limits }: AppDeps): Promise<void> {
+export async function transferRoutes(app: ZodApp, { db, limits, expensiveSlots }: AppDeps): Promise<void> {
   const { ImportBody } = importSchemas(limits);
 
   app.get(
@@ -90,7 +90,9 @@ export async function transferRoutes(app: ZodApp, { db, limits }: AppDeps): Prom
         },
       },
       async (request, reply) => {
-        const session = await importSession(db, limits, { accountId: request.principal.accountId, spaceId: request.params.spaceId }, request.body);
+        const { accountId } = request.principal;
+        // Writes a whole history in one transaction: one of the account's expensive slots.
+        const session = await expensiveSlots.run(accountId, () => importSession(db, limits, { accountId, spaceId: request.params.spaceId }, request.body));
         return reply.status(201).send(writtenSessionAnswer(session, maySeeSessionContents(request.principal, request.params.spaceId)));
       },
     );

@@ -1,0 +1,62 @@
+import { describe, expect, it } from 'vitest';
+import { createAccountSlots } from '../../src/lib/account-slots.js';
+
+const deferred = () => {
+  let resolve!: () => void;
+  let reject!: (error: Error) => void;
+  const promise = new Promise<void>((res, rej) => ((resolve = res), (reject = rej)));
+  return { promise, resolve, reject };
+};
+const tick = () => new Promise((resolve) => setImmediate(resolve));
+
+describe('createAccountSlots', () => {
+  it('lets one account hold at most its share, so another account starts at once while the first one waits', async () => {
+    const slots = createAccountSlots({ total: 4, perAccount: 2 });
+    const started: string[] = [];
+    const a = [deferred(), deferred(), deferred(), deferred()];
+    const b = deferred();
+    const results = a.map((d, i) => slots.run('A', async () => (started.push(`A${i}`), await d.promise)));
+    await tick();
+    expect(started).toEqual(['A0', 'A1']);
+    const bResult = slots.run('B', async () => (started.push('B'), await b.promise));
+    await tick();
+    // B arrived after A2 and A3 but starts before them: A is at its share.
+    expect(started).toEqual(['A0', 'A1', 'B']);
+    expect([slots.running, slots.waiting]).toEqual([3, 2]);
+    a[0]!.resolve();
+    await tick();
+    expect(started).toEqual(['A0', 'A1', 'B', 'A2']);
+    b.resolve();
+    a[1]!.resolve();
+    a[2]!.resolve();
+    await tick();
+    expect(started).toEqual(['A0', 'A1', 'B', 'A2', 'A3']);
+    a[3]!.resolve();
+    await Promise.all([...results, bResult]);
+    expect([slots.running, slots.waiting]).toEqual([0, 0]);
+  });
+
+  it('holds the total across accounts, starting the waiters in arrival order, and gives a slot back when a task fails', async () => {
+    const slots = createAccountSlots({ total: 2, perAccount: 2 });
+    const started: string[] = [];
+    const first = deferred();
+    const second = deferred();
+    const failing = slots.run('A', async () => (started.push('A'), await first.promise));
+    const running = slots.run('B', async () => (started.push('B'), await second.promise));
+    const later = ['C', 'D'].map((account) => slots.run(account, async () => void started.push(account)));
+    await tick();
+    expect(started).toEqual(['A', 'B']);
+    first.reject(new Error('boom'));
+    await expect(failing).rejects.toThrow('boom');
+    await tick();
+    expect(started).toEqual(['A', 'B', 'C', 'D']);
+    second.resolve();
+    await Promise.all([running, ...later]);
+    expect([slots.running, slots.waiting]).toEqual([0, 0]);
+  });
+
+  it('refuses a share or a total below one', () => {
+    expect(() => createAccountSlots({ total: 0, perAccount: 1 })).toThrow(/at least one slot/);
+    expect(() => createAccountSlots({ total: 2, perAccount: 0 })).toThrow(/at least one slot/);
+  });
+});
