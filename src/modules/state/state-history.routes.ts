@@ -32,7 +32,7 @@ export const StateAtEventResponse = z
   })
   .meta({ id: 'StateAtEvent' });
 
-export async function stateHistoryRoutes(app: ZodApp, { db }: AppDeps): Promise<void> {
+export async function stateHistoryRoutes(app: ZodApp, { db, metrics }: AppDeps): Promise<void> {
   app.get(
     '/spaces/:spaceId/users/:userId/sessions/:sessionId/state-at/:seq',
     {
@@ -55,7 +55,7 @@ export async function stateHistoryRoutes(app: ZodApp, { db }: AppDeps): Promise<
     },
     async (request) => {
       const { seq, ...session } = request.params;
-      return getStateAtEvent(db, { accountId: request.principal.accountId, ...session }, seq);
+      return getStateAtEvent(db, metrics.stateAt, { accountId: request.principal.accountId, ...session }, seq);
     },
   );
 }
