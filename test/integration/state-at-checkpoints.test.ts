@@ -10,6 +10,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { JsonObject } from '../../src/db/schema.js';
 import { diffJson } from '../../src/lib/json-diff.js';
+import { sweepExpiredSessions } from '../../src/modules/sessions/expiry-sweeper.js';
 import { splitByScope } from '../../src/modules/state/scoped-state.js';
 import { applyStateDelta } from '../../src/modules/state/state-delta.js';
 import { STATE_CHECKPOINT_INTERVAL as K } from '../../src/modules/state/state-history.service.js';
@@ -180,7 +181,16 @@ describe('checkpoints and the session lifecycle', () => {
   beforeAll(async () => {
     await insertHistory('small', SMALL);
     await insertHistory('doomed', SMALL);
+    await insertHistory('expiring', SMALL);
   }, 120_000);
+
+  it('the expiry sweeper removes the checkpoints with the session', async () => {
+    expect((await stateAt('expiring', SMALL)).statusCode).toBe(200);
+    expect(await checkpointSeqs('expiring')).toEqual([1000, 2000]);
+    await sql`UPDATE sessions SET expire_time = now() - interval '1 second' WHERE account_id = ${t.account.accountId} AND space_id = ${spaceId} AND session_id = 'expiring'`.execute(t.db);
+    expect(await sweepExpiredSessions(t.db, { batchSize: 100 })).toBe(1);
+    expect(await checkpointSeqs('expiring')).toEqual([]);
+  });
 
   it('deleting the session removes its checkpoints', async () => {
     expect((await stateAt('doomed', SMALL)).statusCode).toBe(200);
