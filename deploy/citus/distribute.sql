@@ -21,6 +21,7 @@ SELECT create_distributed_table('session_spaces', 'account_id') WHERE NOT EXISTS
 SELECT create_distributed_table('space_users', 'account_id', colocate_with => 'session_spaces') WHERE NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'space_users'::regclass);
 SELECT create_distributed_table('sessions', 'account_id', colocate_with => 'session_spaces') WHERE NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'sessions'::regclass);
 SELECT create_distributed_table('events', 'account_id', colocate_with => 'session_spaces') WHERE NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'events'::regclass);
+SELECT create_distributed_table('state_checkpoints', 'account_id', colocate_with => 'session_spaces') WHERE NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'state_checkpoints'::regclass);
 
 -- The append runs as one call of append_events (migrations/0004): delegated whole to the worker
 -- that holds the account's shard, instead of one coordinator round trip per statement inside it.

@@ -109,6 +109,17 @@ export interface EventsTable {
   payload_hash: Buffer;
 }
 
+/** The session-scoped state right after event `seq`, written by the state-at replay (migrations/0011). */
+export interface StateCheckpointsTable {
+  account_id: string;
+  space_id: string;
+  user_id: string;
+  session_id: string;
+  seq: number;
+  state: ColumnType<JsonObject, string, string>;
+  create_time: Timestamp;
+}
+
 export interface DB {
   accounts: AccountsTable;
   principals: PrincipalsTable;
@@ -118,6 +129,7 @@ export interface DB {
   space_users: SpaceUsersTable;
   sessions: SessionsTable;
   events: EventsTable;
+  state_checkpoints: StateCheckpointsTable;
 }
 
 export type SessionRow = Selectable<SessionsTable>;

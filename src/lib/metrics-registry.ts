@@ -27,6 +27,7 @@ export interface AppMetrics {
     stateDeltaBytes: Counter;
     stateBytes: Histogram<'scope'>;
   };
+  stateAt: StateAtMetrics;
   /** The exposition: this app's metrics followed by the process's. */
   render(): Promise<string>;
   readonly contentType: string;
@@ -45,6 +46,13 @@ function processMetrics(): Registry {
     collectDefaultMetrics({ register: processRegistry });
   }
   return processRegistry;
+}
+
+/** What the state-at replays (GET …/state-at/{seq}) did: their cost is the events they fold. */
+export interface StateAtMetrics {
+  /** Events folded by one statement: a checkpoint step or the final fold. */
+  statementEvents: Histogram;
+  checkpointsWritten: Counter;
 }
 
 /** What the instance's group commit of appends (events/append-batcher.ts) counted so far. */
@@ -111,6 +119,15 @@ export function createAppMetrics({
       registers,
     }),
   };
+  const stateAt: StateAtMetrics = {
+    statementEvents: new Histogram({
+      name: 'state_at_statement_events',
+      help: 'Events folded by one statement of a state-at replay (a checkpoint step or the final fold); at most STATE_CHECKPOINT_INTERVAL each.',
+      buckets: [0, 10, 100, 1000, 10_000, 100_000],
+      registers,
+    }),
+    checkpointsWritten: new Counter({ name: 'state_checkpoints_written_total', help: 'Checkpoints of the session state written by state-at replays.', registers }),
+  };
   if (pool) registerPoolGauges(registry, pool);
   if (appendBatches) registerAppendBatchCounters(registry, appendBatches);
   if (eventStreams) registerEventStreamMetrics(registry, eventStreams);
@@ -119,6 +136,7 @@ export function createAppMetrics({
   return {
     http,
     appends,
+    stateAt,
     contentType: registry.contentType,
     async render() {
       return (await registry.metrics()) + (await processes.metrics());

@@ -25,7 +25,7 @@ describe('Citus layout', () => {
   it('names account_id, the tenant tables as distributed and the IAM tables as reference tables', () => {
     expect(readCitusLayout(DISTRIBUTE_SQL, MIGRATOR_TABLES)).toEqual({
       distributionColumn: 'account_id',
-      distributed: ['session_spaces', 'space_users', 'sessions', 'events'],
+      distributed: ['session_spaces', 'space_users', 'sessions', 'events', 'state_checkpoints'],
       reference: ['accounts', 'principals', 'credentials', 'policies'],
       local: MIGRATOR_TABLES,
     });

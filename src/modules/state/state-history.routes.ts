@@ -32,7 +32,7 @@ export const StateAtEventResponse = z
   })
   .meta({ id: 'StateAtEvent' });
 
-export async function stateHistoryRoutes(app: ZodApp, { db, expensiveSlots }: AppDeps): Promise<void> {
+export async function stateHistoryRoutes(app: ZodApp, { db, metrics, expensiveSlots }: AppDeps): Promise<void> {
   app.get(
     '/spaces/:spaceId/users/:userId/sessions/:sessionId/state-at/:seq',
     {
@@ -44,8 +44,10 @@ export async function stateHistoryRoutes(app: ZodApp, { db, expensiveSlots }: Ap
         description:
           'Replays, in the database, the state the session was created with and the stateDelta of each event up to and including `seq`, ' +
           'in seq order, by the same merge the append uses, and answers the session-scoped state then, the event itself and what it ' +
-          'changed. Nothing of the history is downloaded. Authorized like reading the events (session:DescribeEvents), since the ' +
-          'deltas it replays are in them.',
+          'changed. Nothing of the history is downloaded. The replay starts from the greatest checkpoint of the folded state below ' +
+          '`seq` (one every 1,000 events, written by earlier replays) and no statement folds more than 1,000 events: the first ' +
+          'replay over a stretch of history writes the checkpoints it passes, later ones fold fewer than 1,000 events. ' +
+          'Authorized like reading the events (session:DescribeEvents), since the deltas it replays are in them.',
         params: StateAtPath,
         response: {
           200: StateAtEventResponse,
@@ -57,7 +59,7 @@ export async function stateHistoryRoutes(app: ZodApp, { db, expensiveSlots }: Ap
       const { seq, ...session } = request.params;
       const { accountId } = request.principal;
       // A replay reads many rows: one of the account's expensive slots (src/lib/account-slots.ts).
-      return expensiveSlots.run(accountId, () => getStateAtEvent(db, { accountId, ...session }, seq));
+      return expensiveSlots.run(accountId, () => getStateAtEvent(db, metrics.stateAt, { accountId, ...session }, seq));
     },
   );
 }

@@ -1,17 +1,27 @@
-// "State at event N" (issue 13): the session's state right after one event, and what that event
-// changed. Round trips: two reads (the event, then the replay up to it); nothing is written.
-// Events never change once stored, so the two need no common snapshot.
+// "State at event N": the session's state right after one event, and what that event changed.
+// The replay starts from the greatest checkpoint below N (state-history.repository.ts) and folds at
+// most STATE_CHECKPOINT_INTERVAL events per statement; the checkpoints it lacks on the way are
+// written first, one short statement each, so a later replay anywhere in that stretch starts near.
+// Events never change once stored, so the reads need no common snapshot.
 import type { Database } from '../../db/connect.js';
 import type { SessionKey } from '../../db/keys.js';
 import type { JsonObject } from '../../db/schema.js';
 import { AppError } from '../../errors.js';
 import { type JsonChange, diffJson } from '../../lib/json-diff.js';
+import type { StateAtMetrics } from '../../lib/metrics-registry.js';
 import { type EventView, toEventView } from '../events/event.model.js';
 import { findEventBySeq } from '../events/events.repository.js';
 import { sessionNotFound } from '../sessions/session-not-found.js';
 import { splitByScope } from './scoped-state.js';
 import { type StateDeltaMode, applyStateDelta } from './state-delta.js';
-import { replaySessionState } from './state-history.repository.js';
+import { latestCheckpointSeq, replaySessionState, writeStateCheckpoint } from './state-history.repository.js';
+
+/**
+ * K: a checkpoint after every K-th event. A replay folds at most K events per statement, and a
+ * state-at answer on a history whose checkpoints exist folds at most K (K − 1 in the database, the
+ * event itself here). Storage: one copy of the session state per K events (docs/design.md §4.10).
+ */
+export const STATE_CHECKPOINT_INTERVAL = 1000;
 
 export interface StateAtEvent {
   event: EventView;
@@ -24,8 +34,9 @@ export interface StateAtEvent {
   initialStateKnown: boolean;
 }
 
-export async function getStateAtEvent(db: Database, key: SessionKey, seq: number): Promise<StateAtEvent> {
+export async function getStateAtEvent(db: Database, metrics: StateAtMetrics, key: SessionKey, seq: number): Promise<StateAtEvent> {
   const row = await findEventBySeq(db, key, seq);
+  if (row) await writeMissingCheckpoints(db, metrics, key, seq - 1);
   const replayed = row && (await replaySessionState(db, key, seq));
   if (!replayed) {
     // Tells a missing session (or space) from a missing event.
@@ -33,6 +44,7 @@ export async function getStateAtEvent(db: Database, key: SessionKey, seq: number
     if (!missing) throw await sessionNotFound(db, key);
     throw new AppError('ResourceNotFound.Event', `Session ${key.sessionId} has no event with seq ${seq}.`);
   }
+  metrics.statementEvents.observe(replayed.eventsFolded);
   const event = toEventView(row);
   const delta = splitByScope((event.actions?.stateDelta ?? {}) as JsonObject);
   const mode = (event.actions?.stateDeltaMode ?? 'merge-patch') as StateDeltaMode;
@@ -44,4 +56,20 @@ export async function getStateAtEvent(db: Database, key: SessionKey, seq: number
     sharedDelta: { user: delta.user, app: delta.app },
     initialStateKnown: replayed.initialStateKnown,
   };
+}
+
+/**
+ * Writes the checkpoints at the multiples of K between the greatest one at or below `upTo` and
+ * `upTo`, in order, each folded from the one before. A step that writes nothing (another replay
+ * wrote it, or the session went away) does not stop the walk: the final replay starts from whatever
+ * checkpoint exists.
+ */
+async function writeMissingCheckpoints(db: Database, metrics: StateAtMetrics, key: SessionKey, upTo: number): Promise<void> {
+  const interval = STATE_CHECKPOINT_INTERVAL;
+  const from = await latestCheckpointSeq(db, key, upTo);
+  for (let next = (Math.floor(from / interval) + 1) * interval; next <= upTo; next += interval) {
+    const step = await writeStateCheckpoint(db, key, next);
+    metrics.statementEvents.observe(step.eventsFolded);
+    if (step.written) metrics.checkpointsWritten.inc();
+  }
 }
