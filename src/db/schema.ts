@@ -109,7 +109,7 @@ export interface EventsTable {
   payload_hash: Buffer;
 }
 
-/** The session-scoped state right after event `seq`, written by the state-at replay (migrations/0011). */
+/** The session-scoped state right after event `seq`, written by the state-at replay (migrations/0010). */
 export interface StateCheckpointsTable {
   account_id: string;
   space_id: string;

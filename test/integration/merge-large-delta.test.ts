@@ -1,4 +1,4 @@
-// A stateDelta of 5,000 keys over a state of ~900 kB (migrations/0010): the database merges it to
+// A stateDelta of 5,000 keys over a state of ~900 kB (migrations/0009): the database merges it to
 // exactly the state the TypeScript merge gives, through the append and through jsonb_merge_patch
 // alone. Its cost is measured by bench/README.md ("Merge of a large delta"), not asserted here.
 import { randomUUID } from 'node:crypto';

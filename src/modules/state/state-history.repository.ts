@@ -1,6 +1,6 @@
 // "State at event N": the session-scoped state replayed inside PostgreSQL, by the same
 // apply_state_deltas() the append uses (migrations/0004), from the greatest checkpoint at or below
-// the target (migrations/0011) or, without one, from the state the session was created with. Only
+// the target (migrations/0010) or, without one, from the state the session was created with. Only
 // the deltas travel from the events' rows to the function, never to the service.
 import { sql } from 'kysely';
 import type { Executor } from '../../db/connect.js';
