@@ -300,7 +300,7 @@ export interface paths {
         };
         /**
          * The session state right after one event
-         * @description Replays, in the database, the state the session was created with and the stateDelta of each event up to and including `seq`, in seq order, by the same merge the append uses, and answers the session-scoped state then, the event itself and what it changed. Nothing of the history is downloaded. Authorized like reading the events (session:DescribeEvents), since the deltas it replays are in them.
+         * @description Replays, in the database, the state the session was created with and the stateDelta of each event up to and including `seq`, in seq order, by the same merge the append uses, and answers the session-scoped state then, the event itself and what it changed. Nothing of the history is downloaded. The replay starts from the greatest checkpoint of the folded state below `seq` (one every 1,000 events, written by earlier replays) and no statement folds more than 1,000 events: the first replay over a stretch of history writes the checkpoints it passes, later ones fold fewer than 1,000 events. Authorized like reading the events (session:DescribeEvents), since the deltas it replays are in them.
          */
         get: operations["getStateAtEvent"];
         put?: never;
