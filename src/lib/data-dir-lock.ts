@@ -3,7 +3,8 @@
 // the first never sees and that are lost when either stops. So the server and the CLIs take this
 // lock before they open the database, and a second one is refused before it has done anything.
 //
-// The lock is a file created atomically ('wx', O_EXCL): of two processes starting at once exactly
+// The lock is a file created atomically, whole (written aside, then linked into place; link never
+// overwrites): of two processes starting at once exactly
 // one creates it. It records who holds it, so that the lock of a process that died without
 // removing it (kill -9, a power cut) is recognised as stale and taken over:
 // - the pid is alive (signal 0), and
@@ -12,7 +13,7 @@
 //   after a reboot, does not keep the lock.
 import { randomBytes } from 'node:crypto';
 import { readFileSync, unlinkSync } from 'node:fs';
-import { link, mkdir, open, readFile, rename, unlink } from 'node:fs/promises';
+import { link, mkdir, open, readFile, unlink } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 
 export const DATA_DIR_LOCK_FILE = 'service.lock';
@@ -46,7 +47,7 @@ export class DataDirInUseError extends Error {
 }
 
 // Enough for a few processes racing over a stale lock; each turn of the loop is one of them winning.
-const MAX_ATTEMPTS = 10;
+const MAX_ATTEMPTS = 200;
 
 /**
  * Takes the lock of `dataDir` (created if missing) for this process, or throws DataDirInUseError
@@ -64,23 +65,32 @@ export async function lockDataDir(dataDir: string, command: string, advice: stri
     const found = await readLock(path);
     if (found === undefined) continue; // removed in between: try again
     if (found.holder && (await isAlive(found.holder))) throw new DataDirInUseError(folder, found.holder, advice);
-    await removeStaleLock(path, found.text);
+    await removeStaleLock(path, found.text, text);
   }
   throw new Error(`Could not take the lock ${path}: other processes kept taking it over`);
 }
 
+/**
+ * Creates `path` holding `text`, unless it exists. The text is written to a file of our own first and
+ * then linked into place (link never overwrites), so nobody ever reads a lock without its holder: an
+ * empty lock, between an O_EXCL create and its write, would look stale to a racing process.
+ */
 async function createExclusively(path: string, text: string): Promise<boolean> {
+  const own = `${path}.new-${process.pid}-${randomBytes(4).toString('hex')}`;
+  const file = await open(own, 'wx', 0o600);
   try {
-    const file = await open(path, 'wx', 0o600);
-    try {
-      await file.writeFile(text);
-    } finally {
-      await file.close();
-    }
+    await file.writeFile(text);
+  } finally {
+    await file.close();
+  }
+  try {
+    await link(own, path);
     return true;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
     throw error;
+  } finally {
+    await unlink(own).catch(() => {});
   }
 }
 
@@ -102,23 +112,24 @@ async function readLock(path: string): Promise<{ text: string; holder: LockHolde
 }
 
 /**
- * Removes the stale lock whose text was `staleText`, and nothing else. Unlinking by name would race:
- * another process could have replaced the stale lock with its own live one in between. So the lock
- * is first renamed to a name of our own (one process gets it) and checked there; a live lock moved
- * by mistake is linked back (link never overwrites), and the next attempt reads it again.
+ * Removes the stale lock whose text was `staleText`, and nothing else. Only the holder of the
+ * takeover lock (`<lock>.takeover`) removes a lock, and a new lock is only ever created where none
+ * is: so while we hold the takeover lock and the lock still reads `staleText`, nobody can replace it,
+ * and removing it by name removes exactly the stale one. A takeover lock left by a process that died
+ * holding it is removed in turn; anyone else waits a moment and reads the lock again.
  */
-async function removeStaleLock(path: string, staleText: string): Promise<void> {
-  const moved = `${path}.stale-${process.pid}-${randomBytes(4).toString('hex')}`;
-  try {
-    await rename(path, moved);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return; // another process removed it first
-    throw error;
+async function removeStaleLock(path: string, staleText: string, myText: string): Promise<void> {
+  const takeover = `${path}.takeover`;
+  if (!(await createExclusively(takeover, myText))) {
+    const other = await readLock(takeover);
+    if (other?.holder && !(await isAlive(other.holder))) await unlink(takeover).catch(() => {});
+    else await new Promise((resolve) => setTimeout(resolve, 20));
+    return;
   }
   try {
-    if ((await readFile(moved, 'utf8')) !== staleText) await link(moved, path).catch(() => {});
+    if ((await readLock(path))?.text === staleText) await unlink(path).catch(() => {});
   } finally {
-    await unlink(moved).catch(() => {});
+    await unlink(takeover).catch(() => {});
   }
 }
 
