@@ -37,10 +37,12 @@ const TRANSACTION_END = /^\s*(commit|end|abort|rollback)\s*(work|transaction)?\s
 /** pg's client, with the two facts about its connection that pg tracks but does not type. */
 type WatchedClient = pg.PoolClient & { readyForQuery?: boolean; getTransactionStatus?: () => string | null };
 
+/** True while a statement sent on the connection has not been answered. */
+export const hasUnansweredStatement = (client: pg.ClientBase): boolean => (client as WatchedClient).readyForQuery !== true;
+
 /** True when the server's last word was "idle, outside a transaction" and nothing is in flight. */
-export function isIdleConnection(client: pg.ClientBase): boolean {
-  const watched = client as WatchedClient;
-  return watched.readyForQuery === true && watched.getTransactionStatus?.() === 'I';
+function isIdleConnection(client: pg.ClientBase): boolean {
+  return !hasUnansweredStatement(client) && (client as WatchedClient).getTransactionStatus?.() === 'I';
 }
 
 export interface GuardedPoolOptions {

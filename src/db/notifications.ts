@@ -9,6 +9,7 @@
 // the socket server: tried, they never fire). So there the pool's connection listens, and delivery
 // is synchronous with the commit.
 import pg from 'pg';
+import { hasUnansweredStatement } from './guarded-pool.js';
 
 export interface NotificationHandlers {
   /** LISTEN is in effect (again): from now on, every notification on the channel is delivered. */
@@ -152,8 +153,7 @@ export function listenOnSinglePool(pool: pg.Pool): SingleSessionListener {
     client.on('error', (error: Error) => (failed = error));
     client.on('notification', (message) => each(message.channel, (handlers) => handlers.onNotification(message.payload ?? '')));
     client.on('end', () => {
-      const unanswered = (client as { readyForQuery?: boolean }).readyForQuery !== true;
-      if (!failed && !unanswered) return;
+      if (!failed && !hasUnansweredStatement(client)) return;
       lost = true;
       everyone((handlers) => handlers.onLost(failed));
     });
