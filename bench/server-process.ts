@@ -11,13 +11,19 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
  * Starts the server on 127.0.0.1:`port` with rate limiting and the sweeper off. BENCH_SERVER_ROOT
  * runs the server of another checkout (its src/ and node_modules), to compare two versions in one run.
  */
-export function startServer(databaseUrl: string, port: number, options: { env?: Record<string, string>; nodeArgs?: string[] } = {}): ChildProcess {
+export function startServer(
+  databaseUrl: string | undefined,
+  port: number,
+  options: { env?: Record<string, string>; nodeArgs?: string[]; root?: string } = {},
+): ChildProcess {
+  // Without a URL the server opens its embedded PGlite in DATA_DIR (options.env), as `npm start` does.
+  const { DATABASE_URL: _inherited, ...inherited } = process.env;
   return spawn(process.execPath, [...(options.nodeArgs ?? []), '--import', 'tsx', 'src/server.ts'], {
-    cwd: process.env.BENCH_SERVER_ROOT ?? ROOT,
+    cwd: options.root ?? process.env.BENCH_SERVER_ROOT ?? ROOT,
     stdio: ['ignore', 'inherit', 'inherit'],
     env: {
-      ...process.env,
-      DATABASE_URL: databaseUrl,
+      ...inherited,
+      ...(databaseUrl === undefined ? {} : { DATABASE_URL: databaseUrl }),
       HOST: '127.0.0.1',
       PORT: String(port),
       LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
