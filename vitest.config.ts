@@ -13,14 +13,14 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 120_000,
     projects: [
-      { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts'] } },
+      { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts'], setupFiles: ['test/support/property-seed.ts'] } },
       {
         extends: true,
         test: {
           name: 'integration',
           include: ['test/integration/**/*.test.ts', 'test/property/**/*.test.ts'],
           globalSetup: ['test/support/global-setup.ts'],
-          setupFiles: ['test/support/no-concurrent-client-use.ts'],
+          setupFiles: ['test/support/no-concurrent-client-use.ts', 'test/support/property-seed.ts'],
         },
       },
       {
@@ -29,7 +29,7 @@ export default defineConfig({
           name: 'browser',
           include: ['test/browser/**/*.test.ts'],
           globalSetup: ['test/support/global-setup.ts'],
-          setupFiles: ['test/support/no-concurrent-client-use.ts'],
+          setupFiles: ['test/support/no-concurrent-client-use.ts', 'test/support/property-seed.ts'],
         },
       },
     ],

@@ -3,6 +3,7 @@
 // follows the line only with LOG_LEVEL=debug (or trace). Database passwords never appear.
 import { inspect } from 'node:util';
 import { type Config, ConfigError } from './config.js';
+import { MigrationChangedError } from './db/migrate.js';
 import { withoutPasswords } from './db/unreachable-database.js';
 import { DataDirInUseError } from './lib/data-dir-lock.js';
 
@@ -13,7 +14,7 @@ export class StartupFailure extends Error {
 
 /** Prints the failure; `prefix` begins the line of an unforeseen error ("Failed to start"). */
 export function reportStartupFailure(error: unknown, config: Config | undefined, prefix: string): void {
-  const known = error instanceof StartupFailure || error instanceof ConfigError || error instanceof DataDirInUseError;
+  const known = error instanceof StartupFailure || error instanceof ConfigError || error instanceof DataDirInUseError || error instanceof MigrationChangedError;
   const urls = config?.database.kind === 'postgres' ? [config.database.url, config.database.directUrl] : [];
   const message = error instanceof Error ? error.message : String(error);
   console.error(known ? message : `${prefix}: ${withoutPasswords(message.split('\n')[0]!, urls)}`);

@@ -170,7 +170,7 @@ describe('group commit of appends', () => {
 });
 
 // PostgreSQL only: PGlite is one connection, so two instances there never hold locks at once.
-describe.runIf(inject('testBackend').kind === 'postgres')('group commit on two instances', () => {
+describe.runIf(inject('testBackend').kind === 'postgres')('group commit on two instances (PostgreSQL)', () => {
   it('batches of two instances lock the same sessions in one order: no deadlock, no rerun, seq 1..n', { timeout: 60_000 }, async () => {
     const url = t.database.pool.options.connectionString!;
     const handles = await Promise.all([1, 2].map(() => openDatabase({ kind: 'postgres', url, poolMax: 4, statementTimeoutMs: 30_000, connectTimeoutMs: 10_000 })));

@@ -177,7 +177,7 @@ describe('a credential cached on instance B', () => {
     expect(withoutCache - withCache).toBe(1);
   });
 
-  it.runIf(backend.kind === 'postgres')('keeps authenticating while the credentials table is locked; an uncached one waits', async () => {
+  it.runIf(backend.kind === 'postgres')('keeps authenticating while the credentials table is locked; an uncached one waits (PostgreSQL: a second connection holds the lock)', async () => {
     const { token } = await subAccountWithCredential();
     const fresh = await subAccountWithCredential();
     await cacheOnB(token);

@@ -184,7 +184,7 @@ describe('sweepExpiredSessions', () => {
   });
 
   // PGlite is a single connection: no other transaction can hold a lock while a sweep runs.
-  it.skipIf(onPglite)('skips a session whose row is locked right now instead of waiting for it', async () => {
+  it.skipIf(onPglite)('skips a session whose row is locked right now instead of waiting for it (PostgreSQL: a second connection holds the lock)', async () => {
     const spaceId = await insertSpace(t.db, t.account.accountId);
     const [busy] = await seed(spaceId, 'u', 2, { expired: true, events: 1 });
     let release!: () => void;

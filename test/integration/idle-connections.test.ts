@@ -117,7 +117,7 @@ describe(`turns after pauses and dropped connections (${backend.kind})`, () => {
     expect(await turn(embedded, sessionId, 3)).toEqual([201, 200, 200]);
   });
 
-  it.runIf(backend.kind === 'postgres')('answers /readyz 503 while the database refuses connections, as a turn would fail, and 200 once it takes them again', async () => {
+  it.runIf(backend.kind === 'postgres')('answers /readyz 503 while the database refuses connections, as a turn would fail, and 200 once it takes them again (PostgreSQL: a server that can refuse)', async () => {
     const embedded = await start(SHORT_IDLE_MS);
     const sessionId = await newSession(embedded);
     const name = new URL(embedded.database.pool.options.connectionString!).pathname.slice(1);

@@ -8,7 +8,7 @@
 // Page tokens get their own properties: a tampered token, or one taken from another list or
 // another account, is 400 InvalidParameter.PageToken.
 //
-// Fixed seed and bounded runs (PROPERTY_SEED, PROPERTY_RUNS override them to explore further);
+// The run's seed (PROPERTY_SEED, test/support/property-seed.ts) and bounded runs (PROPERTY_RUNS explores further);
 // PROPERTY_STATS=1 prints the statuses each route answered.
 import fc from 'fast-check';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
@@ -36,9 +36,9 @@ import {
   withInvalidUtf8,
 } from '../support/arbitraries.js';
 import { WRITTEN_TABLES, changedTables, tableFingerprints } from '../support/db-snapshot.js';
+import { PROPERTY_SEED as SEED } from '../support/property-seed.js';
 import { createTestApp } from '../support/test-app.js';
 
-const SEED = Number(process.env.PROPERTY_SEED ?? 42);
 const RUNS_PER_ROUTE = Number(process.env.PROPERTY_RUNS ?? 60);
 const TAMPER_RUNS = Number(process.env.PROPERTY_RUNS ?? 60) * 3;
 // A failure is reported as found, unshrunk: shrinking re-sends hundreds of requests (PROPERTY_SHRINK=1 turns it on).

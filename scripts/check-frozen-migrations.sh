@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# A committed migration never changes (a database that ran its old text would silently differ):
+# fails when any commit of main (the first-parent line, so a branch may reshape its own new
+# migrations before it is merged) edits, deletes or renames a file under migrations/ that main
+# already had. Three commits made before this rule existed are listed by hash: the two that edited
+# 0006 and 0007 (migration 0011 repairs what their first versions left behind:
+# test/integration/migration-history.test.ts), and one that renumbered two migrations of the same
+# stop before any database outside the tests ran them. Run from the
+# repository root; in a shallow clone only the last commit can be checked against its parent.
+set -euo pipefail
+REPAIRED_EDITS="864353f0dc4abb39540fb91e8d58f27409f92943 576cc8b10e2a1ea4209ea201cde9aa226cb16843 9df67a1d71cc5bcfe20f2d38f445398e5096573f"
+
+if [ "$(git rev-parse --is-shallow-repository)" = true ]; then
+  echo "shallow clone: checking the last commit against its parent only"
+  commits=$(git rev-parse HEAD)
+else
+  commits=$(git log --first-parent --format=%H -- migrations/)
+fi
+status=0
+for commit in $commits; do
+  case " $REPAIRED_EDITS " in *" $commit "*) continue ;; esac
+  git rev-parse -q --verify "$commit^1" >/dev/null || continue
+  changed=$(git diff --no-renames --name-status --diff-filter=MDT "$commit^1" "$commit" -- migrations/)
+  if [ -n "$changed" ]; then
+    echo "commit $(git log -1 --format='%h %s' "$commit" | cut -c1-100) changed committed migrations:"
+    echo "$changed" | sed 's/^/  /'
+    status=1
+  fi
+done
+[ $status -eq 0 ] && echo "migrations: no committed migration changed"
+exit $status
