@@ -2,7 +2,8 @@
 //   TEST_DB=pglite          → embedded PGlite, one in-memory instance per test file;
 //   TEST_DATABASE_URL=…     → that PostgreSQL server;
 //   a Docker engine         → a throwaway PostgreSQL container (testcontainers);
-//   otherwise               → PGlite, so `npm test` passes on any fresh machine.
+//   otherwise               → PGlite, so `npm test` passes on any fresh machine, announced in one
+//                             line (the PostgreSQL-only tests are then skipped).
 // On PostgreSQL a template database is migrated once and each test file clones it; on PGlite a data
 // directory is migrated once and each test file restores its snapshot (initdb costs seconds).
 import { existsSync } from 'node:fs';
@@ -46,6 +47,10 @@ async function chooseBackend(): Promise<{ backend: TestBackend; stop?: () => Pro
       console.warn(`[tests] Docker is not usable (${(error as Error).message}); falling back to PGlite`);
     }
   }
+  console.warn(
+    '[tests] no TEST_DATABASE_URL, TEST_DB or Docker engine: running on embedded PGlite, where the PostgreSQL-only tests are skipped ' +
+      '(TEST_DATABASE_URL=postgres://… runs them; TEST_DB=pglite chooses PGlite without this line)',
+  );
   return { backend: await preparePgliteSnapshot() };
 }
 
