@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { insertCredential, insertSubAccount, readOnlyOn } from '../support/principals.js';
 import { changedTables, tableFingerprints } from '../support/db-snapshot.js';
 import { listenOnLoopback, sdkClient, sdkError, type Tc3Client } from '../support/tencent-client.js';
+import { APPEND_MODES } from '../support/append-modes.js';
 import { createTestApp, type TestApp } from '../support/test-app.js';
 
 type Sign3 = (options: Record<string, unknown>) => string;
@@ -322,16 +323,6 @@ describe('the same rules as the REST API', () => {
     expect((await call('CreateSessionSpace', { Name: 'untagged', Tags: [] })).SessionSpace).toMatchObject({ Name: 'untagged' });
   });
 
-  it('serializes concurrent AppendEvent calls without losing a delta', async () => {
-    const SpaceId = await newSpace();
-    const key = { SpaceId, UserId: 'u', SessionId: 's' };
-    await call('CreateSession', key);
-    await Promise.all(Array.from({ length: 25 }, (_, i) => call('AppendEvent', { ...key, Event: { Author: 'agent', Actions: { StateDelta: JSON.stringify({ [`k${i}`]: i }) } } })));
-    const session = (await call('DescribeSession', key)).Session as Fields;
-    expect(session.EventCount).toBe(25);
-    expect(Object.keys(customState(session) as object)).toHaveLength(25);
-  });
-
   it('applies a sub-account\'s policy to the actions, and shows only the spaces it may describe', async () => {
     const allowed = await newSpace('policy allowed');
     const hidden = await newSpace('policy hidden');
@@ -521,3 +512,24 @@ describe('an app without a master key, and one with limits and a path', () => {
 async function createTestAppWithPath(): Promise<TestApp> {
   return createTestApp({ credentialMasterKey: MASTER_KEY, limits: { rateLimitMax: 0 }, tencentApiPath: '/tc3' });
 }
+
+// Concurrent appends race row locks in the database the way production does, in each append mode.
+describe.each(APPEND_MODES)('concurrent AppendEvent calls ($name)', (mode) => {
+  let own: TestApp;
+  let client: Tc3Client;
+  beforeAll(async () => {
+    own = await createTestApp({ credentialMasterKey: MASTER_KEY, limits: { rateLimitMax: 0, ...mode.limits } });
+    client = sdkClient(await listenOnLoopback(own.app), own.account.rootCredential);
+  });
+  afterAll(async () => own?.close());
+
+  it('are serialized without losing a delta', async () => {
+    const SpaceId = ((await call('CreateSessionSpace', { Name: 'concurrent' }, client)).SessionSpace as { SpaceId: string }).SpaceId;
+    const key = { SpaceId, UserId: 'u', SessionId: 's' };
+    await call('CreateSession', key, client);
+    await Promise.all(Array.from({ length: 25 }, (_, i) => call('AppendEvent', { ...key, Event: { Author: 'agent', Actions: { StateDelta: JSON.stringify({ [`k${i}`]: i }) } } }, client)));
+    const session = (await call('DescribeSession', key, client)).Session as Fields;
+    expect(session.EventCount).toBe(25);
+    expect(Object.keys(customState(session) as object)).toHaveLength(25);
+  });
+});

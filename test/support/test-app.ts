@@ -30,6 +30,15 @@ export const TEST_PAGE_TOKEN_KEY = Buffer.alloc(32, 7);
 
 let accountCounter = 0;
 
+/**
+ * DEFAULT_LIMITS come from an empty environment, which is the embedded server's (one connection,
+ * one append call at a time). On PostgreSQL a server has a DATABASE_URL and so two group-commit
+ * calls at once (src/config.ts): test apps get what production gets, so that appends race there.
+ */
+function productionAppendDefaults(database: TestDatabase): Partial<Limits> {
+  return database.kind === 'postgres' ? { appendBatchConcurrency: Math.min(2, database.pool.options.max ?? 2) } : {};
+}
+
 export async function createTestApp(
   options: {
     limits?: Partial<Limits>;
@@ -51,7 +60,7 @@ export async function createTestApp(
   const app = await buildApp({
     db: database.db,
     pool: database.pool,
-    limits: { ...DEFAULT_LIMITS, ...options.limits },
+    limits: { ...DEFAULT_LIMITS, ...productionAppendDefaults(database), ...options.limits },
     credentialMasterKey: options.credentialMasterKey,
     pageTokenKey: TEST_PAGE_TOKEN_KEY,
     logger: options.logger ?? false,
