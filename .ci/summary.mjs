@@ -1,3 +1,4 @@
+/* global console, process */
 // Sums the vitest JSON reports of a CI run into the closing line "N passed, N failed, N skipped".
 // A skip is expected in one place only: the PGlite run, for a test whose full name says it needs
 // PostgreSQL (the word PostgreSQL in a describe or test title: a second connection, a server that can be

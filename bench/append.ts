@@ -32,13 +32,13 @@ import { performance } from 'node:perf_hooks';
 import autocannon from 'autocannon';
 import { Kysely, PostgresDialect } from 'kysely';
 import { type Limits, loadConfig } from '../src/config.js';
-import { type Database, type DatabaseHandle, openDatabase } from '../src/db/connect.js';
+import { type DatabaseHandle, openDatabase } from '../src/db/connect.js';
 import { migrateToLatest } from '../src/db/migrate.js';
 import type { DB } from '../src/db/schema.js';
 import { createAccount } from '../src/modules/accounts/accounts.service.js';
 import { createAccountSlots } from '../src/lib/account-slots.js';
-import { batchingOptions, useAppendBatching } from '../src/modules/events/append-batcher.js';
-import { appendEvents } from '../src/modules/events/append.service.js';
+import { batchingOptions, createAppendBatcher } from '../src/modules/events/append-batcher.js';
+import { type AppendPath, createAppendPath } from '../src/modules/events/append.service.js';
 import type { AppendBatchCounts } from '../src/lib/metrics-registry.js';
 import type { AppendEventsBody } from '../src/modules/events/events.schemas.js';
 import { type CpuPerOperation, cpuMeter } from './cpu-meter.js';
@@ -88,11 +88,11 @@ interface SessionRef {
 }
 
 /**
- * The service's append, in-process: the one place that knows appendEvents' signature (run 3 and
- * the statement capture both come through here), so a change to it is one edit.
+ * The service's append, in-process: the one place that knows the append path's signature (run 3
+ * and the statement capture both come through here), so a change to it is one edit.
  */
-function serviceAppend(db: Database, limits: Limits, key: SessionRef, body: AppendEventsBody) {
-  return appendEvents(db, limits, key, body, undefined);
+function serviceAppend(path: AppendPath, key: SessionRef, body: AppendEventsBody) {
+  return path.append(key, body, undefined);
 }
 
 // The event every append writes (its id and delta value vary): ~200 bytes, an agent's turn.
@@ -176,7 +176,8 @@ async function main(): Promise<void> {
     // Run 3's pool is opened exactly as the service opens its own (size, timeouts, type parsers),
     // and its appends are grouped as the server groups its own (APPEND_BATCH_MAX and _CONCURRENCY).
     own = await openDatabase(service.database);
-    const ownBatcher = useAppendBatching(own.db, batchingOptions(service.limits, createAccountSlots({ total: service.limits.listConcurrency, perAccount: service.limits.expensivePerAccount })));
+    const ownBatcher = createAppendBatcher(own.db, batchingOptions(service.limits, createAccountSlots({ total: service.limits.listConcurrency, perAccount: service.limits.expensivePerAccount })));
+    const ownPath = createAppendPath(own.db, service.limits, ownBatcher);
     const version = (await setup.pool.query('SHOW server_version')).rows[0].server_version;
     console.log(
       `PostgreSQL ${version}, database ${name}; pool ${POOL_MAX} (the server's and run 3's), ${CONNECTIONS} concurrent clients, ` +
@@ -200,7 +201,7 @@ async function main(): Promise<void> {
     const operations: Record<RunName, (seconds: number, ids: string[]) => Promise<RunResult>> = {
       single: (seconds, ids) => runHttp(bench, 1, seconds, ids),
       batch: (seconds, ids) => runHttp(bench, BATCH_EVENTS, seconds, ids),
-      own: (seconds, ids) => runServiceAppend(own!.db, service.limits, bench, seconds, ids),
+      own: (seconds, ids) => runServiceAppend(ownPath, bench, seconds, ids),
       minimal: (seconds) => runMinimal(url, 'minimal', seconds),
       oneStatement: (seconds) => runMinimal(url, 'oneStatement', seconds),
       pgbouncer: (seconds, ids) => runHttp(pooledBench!, 1, seconds, ids),
@@ -307,10 +308,11 @@ async function printCapturedAppend(handle: DatabaseHandle, limits: Limits, bench
     },
   });
   const key = { accountId: bench.accountId, spaceId: bench.spaceId, userId: 'capture', sessionId: 'capture' };
-  await serviceAppend(logged, limits, key, appendBody('capture', 1).body);
+  const path = createAppendPath(logged, limits);
+  await serviceAppend(path, key, appendBody('capture', 1).body);
   const single = statements;
   statements = [];
-  await serviceAppend(logged, limits, key, appendBody('capture', BATCH_EVENTS).body);
+  await serviceAppend(path, key, appendBody('capture', BATCH_EVENTS).body);
   console.log(`appendEvents, one event with a one-key stateDelta: ${single.length} round trips (a batch of ${BATCH_EVENTS}: ${statements.length}), plus the server's authentication:`);
   for (const text of single) console.log(`  ${text}`);
   console.log('  (under load, appends that wait for a free group-commit call go together as SELECT * FROM append_events_batch($1::jsonb, $2))');
@@ -369,7 +371,12 @@ async function runHttp(bench: Bench, size: number, seconds: number, acknowledged
 async function scrapeBatchCounts(base: string): Promise<AppendBatchCounts> {
   const sample = await scrapeMetrics(base);
   const read = (metric: string) => sample(metric) ?? Number.NaN;
-  return { batches: read('append_batches_total'), batchedAppends: read('append_batched_appends_total'), rerunAlone: read('append_batch_reruns_total') };
+  return {
+    batches: read('append_batches_total'),
+    batchedAppends: read('append_batched_appends_total'),
+    rerunAlone: read('append_batch_reruns_total'),
+    sentAlone: { sharedState: Number.NaN, largeDelta: Number.NaN }, // labelled samples; not read here
+  };
 }
 
 /** `appends` appends over the calls between two readings: each batch is one call, every other append one. */
@@ -383,7 +390,7 @@ function appendsPerCall(before: AppendBatchCounts, after: AppendBatchCounts, app
 // The service's database work without HTTP
 
 /** CONNECTIONS workers, each calling the service's append back to back over the pool, for `seconds`. */
-async function runServiceAppend(db: Database, limits: Limits, bench: Bench, seconds: number, committed: string[]): Promise<RunResult> {
+async function runServiceAppend(path: AppendPath, bench: Bench, seconds: number, committed: string[]): Promise<RunResult> {
   const latencies: number[] = [];
   let failed = 0;
   const started = performance.now();
@@ -393,7 +400,7 @@ async function runServiceAppend(db: Database, limits: Limits, bench: Bench, seco
       const { body, eventIds } = appendBody('direct', 1);
       const start = performance.now();
       try {
-        await serviceAppend(db, limits, { accountId: bench.accountId, spaceId: bench.spaceId, ...randomSession() }, body);
+        await serviceAppend(path, { accountId: bench.accountId, spaceId: bench.spaceId, ...randomSession() }, body);
       } catch (error) {
         if (failed++ === 0) console.log(`appendEvents failed: ${String(error)}`);
         continue;

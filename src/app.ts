@@ -27,7 +27,8 @@ import type { EventStreamCounts, PoolStats } from './lib/metrics-registry.js';
 import { PageTokens } from './lib/page-token.js';
 import { createAccountSlots } from './lib/account-slots.js';
 import { authenticate } from './modules/accounts/accounts.service.js';
-import { batchingOptions, useAppendBatching } from './modules/events/append-batcher.js';
+import { batchingOptions, createAppendBatcher } from './modules/events/append-batcher.js';
+import { type AppendDeps, createAppendPath } from './modules/events/append.service.js';
 import { EVENT_STREAM_ACTION } from './modules/events/event-stream.routes.js';
 import { createEventStreams } from './modules/events/event-stream.service.js';
 import type { ListeningCredentialCache } from './modules/accounts/credential-cache-listener.js';
@@ -133,7 +134,8 @@ export async function buildApp({
   registerRequestLogging(app);
   registerShutdownRefusal(app);
   const expensiveSlots = createAccountSlots({ total: limits.listConcurrency, perAccount: limits.expensivePerAccount });
-  const appendBatcher = useAppendBatching(db, batchingOptions(limits, expensiveSlots));
+  const appendBatcher = createAppendBatcher(db, batchingOptions(limits, expensiveSlots));
+  const appendPath = createAppendPath(db, limits, appendBatcher);
   const eventStreamCounts: EventStreamCounts = { open: 0, sharedReads: 0, catchUpReads: 0 };
   const metrics = registerMetrics(app, { pool, appendBatches: appendBatcher.stats, eventStreams: eventStreamCounts });
   registerBodyNestingLimit(app);
@@ -207,12 +209,13 @@ export async function buildApp({
   });
   app.addHook('preClose', async () => eventStreams.closeAll());
   app.addHook('onClose', () => eventFeed.close());
-  const deps: AppDeps = {
+  const deps: AppDeps & AppendDeps = {
     db,
     limits,
     credentialMasterKey,
     pageTokens: new PageTokens(pageTokenKey),
     expensiveSlots,
+    appendPath,
     metrics,
     credentialChangesApplied: credentialCache ? () => credentialCache.catchUp() : async () => {},
     eventFeed,

@@ -2,6 +2,7 @@
 import type { AppDeps, ZodApp } from './http/zod-app.js';
 import { contextRoutes } from './modules/context/context.routes.js';
 import { eventStreamRoutes } from './modules/events/event-stream.routes.js';
+import type { AppendDeps } from './modules/events/append.service.js';
 import { eventsRoutes } from './modules/events/events.routes.js';
 import { iamRoutes } from './modules/iam/iam.routes.js';
 import { sessionsRoutes } from './modules/sessions/sessions.routes.js';
@@ -10,7 +11,7 @@ import { spacesRoutes } from './modules/spaces/spaces.routes.js';
 import { transferRoutes } from './modules/transfer/transfer.routes.js';
 import { usersRoutes } from './modules/users/users.routes.js';
 
-export async function v1Routes(app: ZodApp, deps: AppDeps): Promise<void> {
+export async function v1Routes(app: ZodApp, deps: AppDeps & AppendDeps): Promise<void> {
   await spacesRoutes(app, deps);
   await usersRoutes(app, deps);
   await sessionsRoutes(app, deps);

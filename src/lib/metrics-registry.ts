@@ -63,6 +63,8 @@ export interface AppendBatchCounts {
   batchedAppends: number;
   /** Appends of a batch that the batch did not write and that were run again alone. */
   rerunAlone: number;
+  /** Appends never offered to a batch: they write user: or app: state, or carry a large delta. */
+  sentAlone: { sharedState: number; largeDelta: number };
 }
 
 /** What the instance's event streams (events/event-stream.service.ts) counted so far. */
@@ -163,6 +165,17 @@ function registerAppendBatchCounters(registry: Registry, counts: AppendBatchCoun
     'Appends of a batch that the batch did not write (a refusal, a stored eventId, a missing session, a lock conflict) and that were run again alone.',
     () => counts.rerunAlone,
   );
+  new Counter({
+    name: 'append_sent_alone_total',
+    help: 'Appends sent to the database alone, never in a batch, by reason: shared_state (user: or app: keys, which every session of the user or space writes) or large_delta (over APPEND_ALONE_DELTA_BYTES).',
+    labelNames: ['reason'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc({ reason: 'shared_state' }, counts.sentAlone.sharedState);
+      this.inc({ reason: 'large_delta' }, counts.sentAlone.largeDelta);
+    },
+  });
 }
 
 function registerEventStreamMetrics(registry: Registry, counts: EventStreamCounts): void {

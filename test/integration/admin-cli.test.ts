@@ -12,6 +12,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { openDatabase, type Database } from '../../src/db/connect.js';
 import { authenticate } from '../../src/modules/accounts/accounts.service.js';
+import { AppError } from '../../src/errors.js';
 import { decryptSecret } from '../../src/modules/accounts/secret-box.js';
 import { withDatabase } from '../support/backend.js';
 
@@ -98,12 +99,14 @@ interface PrintedCredential {
   revokedSecretIds?: string[];
 }
 
+/** True when the token authenticates; false only for the refusal of a revoked or unknown credential, any other error is thrown. */
 async function authenticates(db: Database, token: string): Promise<boolean> {
   try {
     await authenticate(db, `Bearer ${token}`);
     return true;
-  } catch {
-    return false;
+  } catch (error) {
+    if (error instanceof AppError && error.code === 'AuthFailure' && error.message === 'The credential is unknown, disabled or wrong.') return false;
+    throw error;
   }
 }
 

@@ -35,10 +35,16 @@ const append = (sessionId: string, payload: object, headers: Record<string, stri
   t.request({ method: 'POST', url: eventsUrl(sessionId), payload, headers });
 
 /** The batcher's counters as /metrics reports them. */
-async function batchCounts(app: FastifyInstance = t.app): Promise<{ batches: number; batchedAppends: number; reruns: number }> {
+async function batchCounts(app: FastifyInstance = t.app) {
   const samples = parsePrometheusText((await app.inject({ method: 'GET', url: '/metrics' })).body);
-  const read = (name: string) => sampleValue(samples, name);
-  return { batches: read('append_batches_total'), batchedAppends: read('append_batched_appends_total'), reruns: read('append_batch_reruns_total') };
+  const read = (name: string, labels: Record<string, string> = {}) => sampleValue(samples, name, labels);
+  return {
+    batches: read('append_batches_total'),
+    batchedAppends: read('append_batched_appends_total'),
+    reruns: read('append_batch_reruns_total'),
+    aloneForSharedState: read('append_sent_alone_total', { reason: 'shared_state' }),
+    aloneForLargeDelta: read('append_sent_alone_total', { reason: 'large_delta' }),
+  };
 }
 
 async function snapshot(sessionId: string) {
@@ -137,7 +143,9 @@ describe('group commit of appends', () => {
       const answers = await Promise.all([...heavy.map((sessionId) => post(sessionId, big)), ...light.map((sessionId) => post(sessionId, { small: 1 }))]);
       expect(answers.map((res) => res.statusCode)).toEqual(answers.map(() => 201));
       const after = await batchCounts(app);
-      // Only the small appends ever sat in a batch.
+      // Each large one went alone, by rule, and only the small appends ever sat in a batch.
+      expect(after.aloneForLargeDelta - before.aloneForLargeDelta).toBe(heavy.length);
+      expect(after.aloneForSharedState - before.aloneForSharedState).toBe(0);
       expect(after.batchedAppends - before.batchedAppends).toBeLessThanOrEqual(light.length);
       for (const sessionId of heavy) expect((await snapshot(sessionId)).session!.state).toEqual(big);
     } finally {
@@ -156,7 +164,10 @@ describe('group commit of appends', () => {
     );
     expect(responses.map((res) => res.statusCode)).toEqual(responses.map(() => 201));
     const after = await batchCounts();
-    // Only the 10 session-only appends can have joined a batch.
+    // Each of the 10 appends with user: or app: keys went alone, by rule; only the 10 session-only
+    // appends can have joined a batch.
+    expect(after.aloneForSharedState - before.aloneForSharedState).toBe(10);
+    expect(after.aloneForLargeDelta - before.aloneForLargeDelta).toBe(0);
     expect(after.batchedAppends - before.batchedAppends).toBeLessThanOrEqual(10);
 
     const user = await t.db.selectFrom('space_users').select('state').where('account_id', '=', t.account.accountId).where('user_id', '=', USER).executeTakeFirstOrThrow();

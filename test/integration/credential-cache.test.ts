@@ -236,7 +236,10 @@ describe('a credential cached on instance B', () => {
   it('answers 401 within a second once its account is deleted in the database', async () => {
     const other = await createAccount(database.db, `cache-doomed-${process.pid}`);
     const token = other.rootCredential.token;
+    // B has it cached: the refusal below comes from the invalidation, not from a first read.
+    await B.cache!.catchUp();
     expect((await B.get('/v1/spaces', token)).status).toBe(200);
+    expect(B.cache!.cache.get(other.rootCredential.secretId)).toBeDefined();
     await database.db.deleteFrom('accounts').where('account_id', '=', other.accountId).execute();
     const since = performance.now();
     await until(async () => (await B.get('/v1/spaces', token)).status === 401, 'B refuses the deleted account', DEADLINE_MS);

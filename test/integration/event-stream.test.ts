@@ -5,9 +5,9 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_LIMITS } from '../../src/config.js';
-import { appendEvents } from '../../src/modules/events/append.service.js';
+import { createAppendPath } from '../../src/modules/events/append.service.js';
 import { insertSpace } from '../support/fixtures.js';
 import { insertSubAccount, readOnlyOn } from '../support/principals.js';
 import { openSse, type SseStream } from '../support/sse-reader.js';
@@ -72,7 +72,8 @@ describe('GET …/events/stream', () => {
     // The service's append called directly on the database, as another instance's request would:
     // nothing in this app is told of it, so only the feed's poll can bring it to the stream.
     const key = { accountId: t.account.accountId, spaceId, userId: 'u1', sessionId: session.split('/').pop()! };
-    const elsewhere = (text: string) => appendEvents(t.db, DEFAULT_LIMITS, key, { author: 'other-instance', content: { role: 'model', parts: [{ text }] } }, undefined);
+    const otherInstance = createAppendPath(t.db, DEFAULT_LIMITS);
+    const elsewhere = (text: string) => otherInstance.append(key, { author: 'other-instance', content: { role: 'model', parts: [{ text }] } }, undefined);
     await elsewhere('from far away');
     expect(texts(await stream.events(1))).toEqual(['from far away']);
     await elsewhere('again');
@@ -152,7 +153,9 @@ describe('GET …/events/stream', () => {
     // While they are open: ordinary requests are served, and the pool never grows past its size.
     const reads = await Promise.all(Array.from({ length: 20 }, () => t.request({ method: 'GET', url: `/v1${session}` })));
     expect(reads.map((res) => res.statusCode)).toEqual(Array(20).fill(200));
-    expect(t.database.pool.totalCount).toBeLessThanOrEqual(inject('testBackend').kind === 'pglite' ? 1 : POOL_MAX);
+    // A stream holds no connection between events: with every request answered, the pool soon
+    // has none checked out (the event feed's poll takes one only for its short query).
+    await expect.poll(() => t.database.pool.totalCount - t.database.pool.idleCount, { interval: 5, timeout: 5_000 }).toBe(0);
 
     await append(session, 'to everyone');
     const received = await Promise.all(streams.map(async (stream) => texts(await stream.events(1))[0]));

@@ -155,16 +155,17 @@ describe.runIf(backend.kind === 'postgres')('graceful shutdown on SIGTERM (Postg
         exitedAfterSignalMs: exited - at.signalled,
       }),
     );
-    // In that order: the held append was answered, then the pool was closed (and found empty),
-    // then the process exited; the database shows no connection of the service left behind.
+    // In that order: the held append was answered, then the pool ended the connections it still
+    // had (at least the one that carried the append), then the process exited. (pg_stat_activity
+    // after the exit would show nothing whether or not the pool was closed: the exit closes the
+    // sockets either way, so it is not read here.)
     const lines = service.logLines();
     const appended = lines.findIndex((line) => line.msg === 'request completed' && line.method === 'POST' && String(line.route).endsWith('/events'));
     const closed = lines.findIndex((line) => line.msg === 'shut down: requests finished, database pool closed');
     expect(appended).toBeGreaterThan(-1);
     expect(closed).toBeGreaterThan(appended);
     expect(lines[appended]).toMatchObject({ statusCode: 201 });
-    expect(lines[closed]).toMatchObject({ poolConnections: 0 });
-    expect(await serviceConnections()).toBe(0);
+    expect(lines[closed]!.closedConnections).toBeGreaterThanOrEqual(1);
     const check = new pg.Client({ connectionString: databaseUrl });
     await check.connect();
     try {

@@ -123,4 +123,26 @@ describe('rate limiting per credential', () => {
       expect(res.headers['x-ratelimit-limit']).toBeUndefined();
     }
   });
+
+  it('refills the bucket when its window ends', async () => {
+    const windowed = await createTestApp({ limits: { rateLimitMax: 2, rateLimitWindowMs: 1_000 } });
+    try {
+      const token = windowed.account.rootCredential.token;
+      for (let i = 0; i < 2; i++) expect((await listSpaces(windowed, token)).statusCode).toBe(200);
+      const refused = await listSpaces(windowed, token);
+      expect(refused.statusCode).toBe(429);
+      expect(refused.json().error.code).toBe('RequestLimitExceeded');
+      const retryAfterS = Number(refused.headers['retry-after']);
+      expect(retryAfterS).toBe(1);
+      // Past Retry-After the window has ended: a full bucket again, and the next refusal after it.
+      await new Promise((resolve) => setTimeout(resolve, retryAfterS * 1_000 + 100));
+      const again = await listSpaces(windowed, token);
+      expect(again.statusCode).toBe(200);
+      expect(again.headers['x-ratelimit-remaining']).toBe('1');
+      expect((await listSpaces(windowed, token)).statusCode).toBe(200);
+      expect((await listSpaces(windowed, token)).statusCode).toBe(429);
+    } finally {
+      await windowed.close();
+    }
+  });
 });

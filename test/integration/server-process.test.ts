@@ -9,6 +9,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { issueCredential } from '../../src/modules/accounts/credentials.js';
 import { withDatabase } from '../support/backend.js';
+import { createPrivateRedis } from '../support/private-redis.js';
 import { type ServiceProcess, freePort, startServiceProcess, waitUntilReady } from '../support/service-process.js';
 
 const START_TIMEOUT_MS = 60_000;
@@ -146,4 +147,37 @@ describe.runIf(backend.kind === 'postgres')('the server process (PostgreSQL with
       expect(await stop(server)).toEqual({ code: 0, signal: null });
     }
   }, START_TIMEOUT_MS * 2);
+});
+
+// src/server.ts waits up to 2 s for REDIS_URL's server at start, then serves uncounted (fail
+// open) and counts as soon as Redis answers: the process, not only the app, behaves so.
+describe('the server process with REDIS_URL on a Redis that is not up yet (embedded PGlite)', () => {
+  it('starts after its short wait, serves uncounted meanwhile, and counts once Redis is up', { timeout: 90_000 }, async () => {
+    const redis = await createPrivateRedis();
+    const folder = await mkdtemp(join(tmpdir(), 'ass-server-redis-'));
+    try {
+      const started = Date.now();
+      const server = startServer({ DATA_DIR: folder, PORT: String(await freePort()), HOST: '127.0.0.1', REDIS_URL: redis.url, RATE_LIMIT_MAX: '2' });
+      running.push(server);
+      await waitUntilReady(server);
+      // It waited for Redis (the start-up wait is 2 s) and said it serves uncounted.
+      expect(Date.now() - started).toBeGreaterThanOrEqual(2_000);
+      expect(server.output()).toContain('rate limit: Redis did not answer at start; serving uncounted until it does');
+      const token = [...server.output().matchAll(TOKEN_LINE)].map((match) => match[1]!)[0]!;
+      for (let i = 0; i < 4; i++) expect((await authorized(server, token)).status).toBe(200);
+
+      await redis.start();
+      // Once the client has reconnected, the limit holds: two pass, the third is refused.
+      await expect
+        .poll(async () => (await authorized(server, token)).status, { interval: 200, timeout: 30_000 })
+        .toBe(429);
+      const refused = await authorized(server, token);
+      expect(refused.status).toBe(429);
+      expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('RequestLimitExceeded');
+      expect(await stop(server)).toEqual({ code: 0, signal: null });
+    } finally {
+      await redis.remove();
+      await rm(folder, { recursive: true, force: true });
+    }
+  });
 });

@@ -92,7 +92,7 @@ const rolledBackWhole = (error: unknown) =>
 
 export class AppendBatcher {
   /** Read by /metrics (append_batches_total and the two after it). */
-  readonly stats: AppendBatchCounts = { batches: 0, batchedAppends: 0, rerunAlone: 0 };
+  readonly stats: AppendBatchCounts = { batches: 0, batchedAppends: 0, rerunAlone: 0, sentAlone: { sharedState: 0, largeDelta: 0 } };
   private readonly waiting: Waiting[] = [];
   private inFlight = 0;
   /** The queues of the sessions with an append running alone, by sessionId of the key. */
@@ -110,8 +110,15 @@ export class AppendBatcher {
   append(key: SessionKey, events: EventDocument[], ifMatch: number[] | undefined, deltaBytes = 0): Promise<AppendedSession | undefined> {
     // A large delta makes a slow call (its merge, its write, its WAL): it would hold back every
     // append of a batch, and a batch slot, so it goes alone, in one of its account's expensive slots.
-    if (deltaBytes > this.options.aloneDeltaBytes) return this.options.expensiveSlots.run(key.accountId, () => this.alone({ key, events, ifMatch }));
-    if (this.options.maxBatch <= 1 || writesSharedState(events)) return this.alone({ key, events, ifMatch });
+    if (deltaBytes > this.options.aloneDeltaBytes) {
+      this.stats.sentAlone.largeDelta++;
+      return this.options.expensiveSlots.run(key.accountId, () => this.alone({ key, events, ifMatch }));
+    }
+    if (this.options.maxBatch <= 1) return this.alone({ key, events, ifMatch });
+    if (writesSharedState(events)) {
+      this.stats.sentAlone.sharedState++;
+      return this.alone({ key, events, ifMatch });
+    }
     return new Promise((resolve, reject) => {
       const waiting: Waiting = { key, events, ifMatch, arrivedAt: performance.now(), resolve, reject };
       if (this.sessionQueues.has(sessionIdOf(key))) return this.queueAlone(waiting);
@@ -185,16 +192,10 @@ export class AppendBatcher {
   }
 }
 
-const batchers = new WeakMap<Database, AppendBatcher>();
-
-/** Groups the appends made on `db` from now on (replacing an earlier batcher of it). */
-export function useAppendBatching(db: Database, options: AppendBatcherOptions): AppendBatcher {
-  const batcher = new AppendBatcher(db, options);
-  batchers.set(db, batcher);
-  return batcher;
+/** The group commit of one instance's appends on `db` (its append path's, src/modules/events/append.service.ts). */
+export function createAppendBatcher(db: Database, options: AppendBatcherOptions): AppendBatcher {
+  return new AppendBatcher(db, options);
 }
-
-export const appendBatcherOf = (db: Database): AppendBatcher | undefined => batchers.get(db);
 
 const sessionStillLocked = () =>
   new AppError('ResourceUnavailable.Database', 'The session stayed locked by another transaction; retry later.', { headers: { 'retry-after': '1' } });

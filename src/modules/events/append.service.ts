@@ -21,7 +21,7 @@ import { sessionNotFound } from '../sessions/session-not-found.js';
 import type { StoredScope } from '../state/scoped-state.js';
 import { lockSharedStates } from '../state/shared-state.js';
 import { type EventDocument, type PreparedEvent, eventDocument, planReplays, prepareAppend, writtenEventRow } from './append-plan.js';
-import { appendBatcherOf } from './append-batcher.js';
+import type { AppendBatcher } from './append-batcher.js';
 import { type AppendedSession, StoredEventIdError, appendInDatabase } from './append.repository.js';
 import { type EventView, toEventView } from './event.model.js';
 import type { SessionKey } from '../../db/keys.js';
@@ -41,11 +41,36 @@ export interface AppendEventsResult {
   session: SessionView;
 }
 
-export async function appendEvents(db: Database, limits: Limits, key: SessionKey, body: AppendEventsBody, ifMatch: IfMatch): Promise<AppendEventsResult> {
+/**
+ * The append path of one instance: its database, its limits and its group commit (none where a
+ * process appends without batching, e.g. an import tool). buildApp makes one and hands it to the
+ * routes of both faces through AppDeps.
+ */
+export interface AppendPath {
+  append(key: SessionKey, body: AppendEventsBody, ifMatch: IfMatch): Promise<AppendEventsResult>;
+}
+
+/** What the routes that append (REST and API 3.0) need beside AppDeps. */
+export interface AppendDeps {
+  appendPath: AppendPath;
+}
+
+export function createAppendPath(db: Database, limits: Limits, batcher?: AppendBatcher): AppendPath {
+  return { append: (key, body, ifMatch) => appendEvents(db, limits, batcher, key, body, ifMatch) };
+}
+
+async function appendEvents(
+  db: Database,
+  limits: Limits,
+  batcher: AppendBatcher | undefined,
+  key: SessionKey,
+  body: AppendEventsBody,
+  ifMatch: IfMatch,
+): Promise<AppendEventsResult> {
   const prepared = prepareAppend(body, limits);
   if (!prepared.repeatsAnId) {
     try {
-      return await appendNew(db, limits, key, prepared.events, ifMatch);
+      return await appendNew(db, limits, batcher, key, prepared.events, ifMatch);
     } catch (error) {
       // A retry is answered even where a new append would be refused (If-Match, limits): the
       // locked path decides, once the stored events are known.
@@ -56,9 +81,15 @@ export async function appendEvents(db: Database, limits: Limits, key: SessionKey
 }
 
 /** Every event is new (as far as the request knows): one statement. */
-async function appendNew(db: Database, limits: Limits, key: SessionKey, events: PreparedEvent[], ifMatch: IfMatch): Promise<AppendEventsResult> {
+async function appendNew(
+  db: Database,
+  limits: Limits,
+  batcher: AppendBatcher | undefined,
+  key: SessionKey,
+  events: PreparedEvent[],
+  ifMatch: IfMatch,
+): Promise<AppendEventsResult> {
   const documents = events.map(eventDocument);
-  const batcher = appendBatcherOf(db);
   const deltaBytes = events.reduce((sum, event) => sum + event.deltaBytes, 0);
   const session = batcher
     ? await batcher.append(key, documents, revisionsOf(ifMatch), deltaBytes)

@@ -2,6 +2,7 @@ import { SessionPath, errorResponses } from '../../http/schemas.js';
 import { etagOf, parseIfMatch } from '../../lib/preconditions.js';
 import { viewSerializerCompiler } from '../../http/view-serializer.js';
 import type { AppDeps, ZodApp } from '../../http/zod-app.js';
+import type { AppendDeps } from './append.service.js';
 import { maySeeSessionContents, writtenSessionAnswer } from '../sessions/session-disclosure.js';
 import { recordAppend } from './append-metrics.js';
 import { Event } from './event.model.js';
@@ -14,12 +15,11 @@ import {
   appendEventsBody,
   appendEventsValidatorCompiler,
 } from './events.schemas.js';
-import { appendEvents } from './append.service.js';
 import { getSessionEvent, listSessionEvents } from './events.service.js';
 
 const EVENTS = '/spaces/:spaceId/users/:userId/sessions/:sessionId/events';
 
-export async function eventsRoutes(app: ZodApp, { db, limits, metrics, pageTokens, eventFeed }: AppDeps): Promise<void> {
+export async function eventsRoutes(app: ZodApp, { db, limits, metrics, pageTokens, eventFeed, appendPath }: AppDeps & AppendDeps): Promise<void> {
   app.post(
     EVENTS,
     {
@@ -61,7 +61,7 @@ export async function eventsRoutes(app: ZodApp, { db, limits, metrics, pageToken
     },
     async (request, reply) => {
       const key = { accountId: request.principal.accountId, ...request.params };
-      const result = await appendEvents(db, limits, key, request.body, parseIfMatch(request.headers['if-match']));
+      const result = await appendPath.append(key, request.body, parseIfMatch(request.headers['if-match']));
       recordAppend(metrics.appends, result);
       // This instance's open streams of the session look at once (other instances' on their next poll).
       if (!result.replayOnly) eventFeed.appended(key, result.session.eventCount);

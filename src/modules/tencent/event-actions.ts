@@ -2,7 +2,6 @@
 import { z } from 'zod';
 import { Identifier, SpaceId } from '../../http/schemas.js';
 import { recordAppend } from '../events/append-metrics.js';
-import { appendEvents } from '../events/append.service.js';
 import { EventInput, ListEventsQuery } from '../events/events.schemas.js';
 import { listSessionEvents } from '../events/events.service.js';
 import { defineAction } from './tc3-action.js';
@@ -16,10 +15,10 @@ export const appendEventAction = defineAction({
   permission: { action: 'session:AppendEvent', scope: 'space' },
   spaceIdOf: (input) => input.SpaceId,
   sessionNotFound: 'ResourceNotFound.Session',
-  async run({ db, limits, metrics, eventFeed, principal }, input) {
+  async run({ metrics, eventFeed, appendPath, principal }, input) {
     const event = parseServiceInput(EventInput, eventInputOf(input.Event), pascalPath(['Event']));
     const key = { accountId: principal.accountId, spaceId: input.SpaceId, userId: input.UserId, sessionId: input.SessionId };
-    const result = await appendEvents(db, limits, key, event, undefined);
+    const result = await appendPath.append(key, event, undefined);
     recordAppend(metrics.appends, result);
     if (!result.replayOnly) eventFeed.appended(key, result.session.eventCount);
     return { Event: toEventInfo(result.events[0]!) };

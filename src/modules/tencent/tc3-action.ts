@@ -10,6 +10,7 @@ import type { PageTokens } from '../../lib/page-token.js';
 import type { Action } from '../../lib/policy.js';
 import type { Principal } from '../../lib/principal.js';
 import type { AccountSlots } from '../../lib/account-slots.js';
+import type { AppendPath } from '../events/append.service.js';
 import type { EventFeed } from '../../db/event-feed.js';
 import type { SessionNotFoundCode } from './tc3-errors.js';
 
@@ -22,6 +23,8 @@ export interface Tc3Context {
   expensiveSlots: AccountSlots;
   /** The instance's feed of appends, shared with the REST routes (AppDeps.eventFeed). */
   eventFeed: EventFeed;
+  /** The instance's append path, shared with the REST routes (AppDeps.appendPath). */
+  appendPath: AppendPath;
   principal: Principal;
 }
 

@@ -8,6 +8,7 @@ import { AppError } from '../../errors.js';
 import { type RateLimitCounters, registerRateLimit } from '../../http/rate-limit.js';
 import { findInexactInteger, findUnstorableText, unsupportedCharset } from '../../http/request-text.js';
 import type { AppDeps, ZodApp } from '../../http/zod-app.js';
+import type { AppendDeps } from '../events/append.service.js';
 import type { Principal } from '../../lib/principal.js';
 import type { CredentialCache } from '../accounts/credential-cache.js';
 import { type SignatureRecord, authenticateSignedRequest } from './signature-auth.service.js';
@@ -38,7 +39,7 @@ const header = (request: FastifyRequest, name: string): string | undefined => {
 };
 
 /** Registers the endpoint in `scope`, an encapsulated plugin of its own (parser, hooks, error handler). */
-export async function tencentApiRoutes(scope: ZodApp, deps: AppDeps, { extraPath, credentialCache, rateLimitCounters, usedSignatures }: Tc3RouteOptions): Promise<void> {
+export async function tencentApiRoutes(scope: ZodApp, deps: AppDeps & AppendDeps, { extraPath, credentialCache, rateLimitCounters, usedSignatures }: Tc3RouteOptions): Promise<void> {
   const { db, credentialMasterKey } = deps;
   scope.decorateRequest('principal', null as unknown as Principal);
   scope.decorateRequest('tc3RawBody', undefined);
@@ -87,7 +88,7 @@ export async function tencentApiRoutes(scope: ZodApp, deps: AppDeps, { extraPath
   await registerRateLimit(scope, deps.limits, rateLimitCounters);
 
   const handler = async (request: FastifyRequest, reply: FastifyReply) => {
-    const context = { db, limits: deps.limits, pageTokens: deps.pageTokens, metrics: deps.metrics, expensiveSlots: deps.expensiveSlots, eventFeed: deps.eventFeed, principal: request.principal };
+    const context = { db, limits: deps.limits, pageTokens: deps.pageTokens, metrics: deps.metrics, expensiveSlots: deps.expensiveSlots, eventFeed: deps.eventFeed, appendPath: deps.appendPath, principal: request.principal };
     const fields = await dispatchAction(context, header(request, 'x-tc-action'), header(request, 'x-tc-version'), request.body);
     return sendEnvelope(request, reply, fields);
   };
