@@ -14,6 +14,7 @@ import type { Database } from '../../db/connect.js';
 import type { EventFeed } from '../../db/event-feed.js';
 import type { SessionKey } from '../../db/keys.js';
 import { AppError, type ErrorCode } from '../../errors.js';
+import { runForNoAccount } from '../../lib/account-scope.js';
 import type { EventStreams, Reauthorize } from '../../lib/event-streams.js';
 import type { EventStreamCounts } from '../../lib/metrics-registry.js';
 import { sessionNotFound } from '../sessions/session-not-found.js';
@@ -228,11 +229,14 @@ export function createEventStreams(db: Database, feed: EventFeed, options: Event
       if (!heartbeat) {
         // A heartbeat still checking (a slow database) is not overlapped by the next one.
         let beating = false;
-        heartbeat = setInterval(() => {
-          if (beating) return;
-          beating = true;
-          void beat().finally(() => (beating = false));
-        }, heartbeatMs);
+        // The heartbeat checks every account's streams: its reads are no one account's (db/fair-pool.ts).
+        heartbeat = runForNoAccount(() =>
+          setInterval(() => {
+            if (beating) return;
+            beating = true;
+            void beat().finally(() => (beating = false));
+          }, heartbeatMs),
+        );
         heartbeat.unref();
       }
       // The browser's EventSource reconnects after `retry` milliseconds on its own.
