@@ -1,6 +1,7 @@
 // GET …/sessions/{sessionId}/state-at/{seq}: the session's state right after one event.
 import { z } from 'zod';
 import { JsonObject, JsonValue, SessionPath, errorResponses } from '../../http/schemas.js';
+import { viewSerializerCompiler } from '../../http/view-serializer.js';
 import type { AppDeps, ZodApp } from '../../http/zod-app.js';
 import { Event } from '../events/event.model.js';
 import { getStateAtEvent } from './state-history.service.js';
@@ -37,6 +38,9 @@ export async function stateHistoryRoutes(app: ZodApp, { db, metrics, expensiveSl
     '/spaces/:spaceId/users/:userId/sessions/:sessionId/state-at/:seq',
     {
       config: { action: 'session:DescribeEvents' },
+      // The answer is built by typed functions from stored, validated JSON (view-serializer.ts): a
+      // zod walk of a state of up to 1 MiB would cost the event loop more than the replay itself.
+      serializerCompiler: viewSerializerCompiler,
       schema: {
         tags: ['events'],
         summary: 'The session state right after one event',
