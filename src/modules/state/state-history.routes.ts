@@ -4,6 +4,7 @@ import { JsonObject, JsonValue, SessionPath, errorResponses } from '../../http/s
 import { viewSerializerCompiler } from '../../http/view-serializer.js';
 import type { AppDeps, ZodApp } from '../../http/zod-app.js';
 import { Event } from '../events/event.model.js';
+import { createSingleFlight } from '../../lib/single-flight.js';
 import { getStateAtEvent } from './state-history.service.js';
 
 const StateAtPath = SessionPath.extend({
@@ -34,6 +35,7 @@ export const StateAtEventResponse = z
   .meta({ id: 'StateAtEvent' });
 
 export async function stateHistoryRoutes(app: ZodApp, { db, metrics, expensiveSlots }: AppDeps): Promise<void> {
+  const checkpointWriters = createSingleFlight();
   app.get(
     '/spaces/:spaceId/users/:userId/sessions/:sessionId/state-at/:seq',
     {
@@ -63,7 +65,7 @@ export async function stateHistoryRoutes(app: ZodApp, { db, metrics, expensiveSl
       const { seq, ...session } = request.params;
       const { accountId } = request.principal;
       // A replay reads many rows: one of the account's expensive slots (src/lib/account-slots.ts).
-      return expensiveSlots.run(accountId, () => getStateAtEvent(db, metrics.stateAt, { accountId, ...session }, seq));
+      return expensiveSlots.run(accountId, () => getStateAtEvent(db, metrics.stateAt, { accountId, ...session }, seq, checkpointWriters));
     },
   );
 }
