@@ -21,7 +21,8 @@
 // Environment: BENCH_NEIGHBOURS_SECONDS (per attack, default 20), BENCH_NEIGHBOURS_QUIET_SECONDS
 // (default 15), BENCH_NEIGHBOURS_ATTACKS (comma-separated numbers, default 1,2,3,4),
 // BENCH_NEIGHBOURS_HISTORY (events of the state-at session, default 20,000), BENCH_SERVER_ROOT (run
-// the server of another checkout, e.g. main's, with this bench).
+// the server of another checkout, e.g. main's, with this bench), BENCH_CPU_PROF (a directory: the
+// server writes a .cpuprofile of the whole run there when it exits).
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
@@ -224,7 +225,10 @@ async function main(): Promise<void> {
     const b = await createAccount(setup.db, 'tenant-b', { masterKey });
     await setup.close();
     const port = await freePort();
-    server = startServer(url, port, { env: { CREDENTIAL_MASTER_KEY: masterKey.toString('base64') } });
+    server = startServer(url, port, {
+      env: { CREDENTIAL_MASTER_KEY: masterKey.toString('base64') },
+      nodeArgs: process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [],
+    });
     const base = `http://127.0.0.1:${port}`;
     await waitReady(base, server);
     const aHeaders = { ...json, authorization: `Bearer ${a.rootCredential.token}` };

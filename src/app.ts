@@ -9,6 +9,7 @@ import type { Limits } from './config.js';
 import type { Database } from './db/connect.js';
 import { startEventFeed } from './db/event-feed.js';
 import { pingDatabase } from './db/ping.js';
+import { registerAccountScope } from './http/account-scope.js';
 import { registerAuthentication } from './http/auth.js';
 import { authorize, registerAuthorization } from './http/authorization.js';
 import { registerBodyNestingLimit } from './http/body-nesting.js';
@@ -137,7 +138,7 @@ export async function buildApp({
   const appendBatcher = createAppendBatcher(db, batchingOptions(limits, expensiveSlots));
   const appendPath = createAppendPath(db, limits, appendBatcher);
   const eventStreamCounts: EventStreamCounts = { open: 0, sharedReads: 0, catchUpReads: 0 };
-  const metrics = registerMetrics(app, { pool, appendBatches: appendBatcher.stats, eventStreams: eventStreamCounts });
+  const metrics = registerMetrics(app, { pool, appendBatches: appendBatcher.stats, eventStreams: eventStreamCounts, expensiveSlots });
   registerBodyNestingLimit(app);
   registerRequestTextRules(app);
 
@@ -227,14 +228,16 @@ export async function buildApp({
     async (scope) => {
       registerAuthentication(scope, (authorization) => authenticate(db, authorization, cache));
       registerAuthorization(scope, assertSpaceExists);
+      registerAccountScope(scope);
       await registerRateLimit(scope, limits, counters);
       await v1Routes(scope as ZodApp, deps);
     },
     { prefix: '/v1' },
   );
   // The Tencent Cloud API 3.0 face: signed requests, the same services (modules/tencent).
-  await app.register(async (scope) =>
-    tencentApiRoutes(scope as ZodApp, deps, { extraPath: tencentApiPath, credentialCache: cache, rateLimitCounters: counters, usedSignatures: usedSignatures(rateLimitRedis) }),
-  );
+  await app.register(async (scope) => {
+    registerAccountScope(scope);
+    await tencentApiRoutes(scope as ZodApp, deps, { extraPath: tencentApiPath, credentialCache: cache, rateLimitCounters: counters, usedSignatures: usedSignatures(rateLimitRedis) });
+  });
   return app;
 }

@@ -56,6 +56,9 @@ const environmentSchema = z.object({
   // Optional: unset, GET /metrics is open like /healthz (docs/design.md §3); set, a scrape needs it as a bearer token.
   METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   DB_POOL_MAX: int(1, 10),
+  // Pool connections one account's requests may hold at once (src/db/fair-pool.ts); by default two
+  // fewer than DB_POOL_MAX (at least 1), kept for the other accounts' turns. At most DB_POOL_MAX.
+  DB_POOL_MAX_PER_ACCOUNT: z.coerce.number().int().min(1).optional(),
   DB_STATEMENT_TIMEOUT_MS: int(100, 10_000),
   DB_CONNECT_TIMEOUT_MS: int(100, 5_000),
   // A pooled connection idle this long is closed (the next request opens one); on both backends.
@@ -250,6 +253,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
           url: e.DATABASE_URL,
           directUrl: e.DATABASE_DIRECT_URL,
           poolMax: e.DB_POOL_MAX,
+          poolPerAccount: e.DB_POOL_MAX_PER_ACCOUNT,
           statementTimeoutMs: e.DB_STATEMENT_TIMEOUT_MS,
           connectTimeoutMs: e.DB_CONNECT_TIMEOUT_MS,
           preparedStatements,

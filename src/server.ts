@@ -66,7 +66,7 @@ async function main(): Promise<void> {
   }
   const app = await buildApp({
     db: database.db,
-    pool: database.pool,
+    pool: database.poolStats,
     metricsToken: config.metricsToken,
     limits: config.limits,
     credentialMasterKey,

@@ -8,6 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Kysely, PostgresDialect, type Transaction } from 'kysely';
 import pg from 'pg';
+import type { PoolStats } from '../lib/metrics-registry.js';
+import { type FairCheckouts, defaultPoolPerAccount, fairCheckouts } from './fair-pool.js';
 import { guardedPool } from './guarded-pool.js';
 import { type Listen, listenOnDedicatedClient, listenOnSinglePool } from './notifications.js';
 import type { DB } from './schema.js';
@@ -26,6 +28,8 @@ export type DatabaseOptions =
        */
       directUrl?: string | undefined;
       poolMax: number;
+      /** Connections one account's requests may hold at once (fair-pool.ts); default poolMax − 2, at least 1. */
+      poolPerAccount?: number | undefined;
       statementTimeoutMs: number;
       connectTimeoutMs: number;
       /** Send the registered per-turn reads as named statements (default true, false behind a pooler; see prepared-statements.ts). */
@@ -49,6 +53,8 @@ export interface DatabaseHandle {
   db: Database;
   kind: DatabaseOptions['kind'];
   pool: pg.Pool;
+  /** What the /metrics pool gauges read: the pool's counts, its waiting clients including the checkouts waiting for their account's turn (fair-pool.ts). */
+  poolStats: PoolStats;
   /**
    * LISTEN on a channel (see notifications.ts): on PostgreSQL over a dedicated connection of its
    * own, outside the pool; on PGlite over the pool's one connection. Close the subscription before
@@ -80,6 +86,21 @@ export const APPLICATION_NAME = 'agent-session-service';
 const QUERY_TIMEOUT_MARGIN_MS = 2_000;
 const KEEPALIVE_DELAY_MS = 10_000;
 const DEFAULT_IDLE_TIMEOUT_MS = 10_000;
+
+function poolStats(pool: pg.Pool, checkouts: FairCheckouts): PoolStats {
+  return {
+    get totalCount() {
+      return pool.totalCount;
+    },
+    get idleCount() {
+      return pool.idleCount;
+    },
+    get waitingCount() {
+      return pool.waitingCount + checkouts.waiting;
+    },
+    options: pool.options,
+  };
+}
 
 /**
  * A connection that dies emits 'error' on its client. pg-pool listens only while the client is
@@ -129,7 +150,9 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
     });
     keepBrokenClientsFromCrashing(pool);
     const namedStatements = options.preparedStatements ?? !pooled;
-    const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: guardedPool(pool, { namedStatements }) }) });
+    // The checkout timeout is the pool's own (connectionTimeoutMillis): the same wait, now per account.
+    const checkouts = fairCheckouts({ total: options.poolMax, perAccount: options.poolPerAccount ?? defaultPoolPerAccount(options.poolMax), timeoutMs: options.connectTimeoutMs });
+    const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: guardedPool(pool, { namedStatements, checkouts }) }) });
     const directUrl = options.directUrl ?? options.url;
     const listenerClient: pg.ClientConfig = {
       connectionString: directUrl,
@@ -152,7 +175,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
         await direct.destroy();
       }
     };
-    return { db, kind: 'postgres', pool, listen, onDirectConnection, close: () => db.destroy() };
+    return { db, kind: 'postgres', pool, poolStats: poolStats(pool, checkouts), listen, onDirectConnection, close: () => db.destroy() };
   }
   return openPglite(options);
 }
@@ -189,11 +212,14 @@ async function openPglite({ dataDir, statementTimeoutMs, snapshot, preparedState
   });
   keepBrokenClientsFromCrashing(pool);
   const listener = listenOnSinglePool(pool);
-  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: guardedPool(pool, { namedStatements: preparedStatements ?? true }) }) });
+  // One connection: no share can leave a reserve, but the account holding the fewest still goes first.
+  const checkouts = fairCheckouts({ total: 1, perAccount: 1, timeoutMs: undefined });
+  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: guardedPool(pool, { namedStatements: preparedStatements ?? true, checkouts }) }) });
   return {
     db,
     kind: 'pglite',
     pool,
+    poolStats: poolStats(pool, checkouts),
     listen: listener.listen,
     onDirectConnection: (work) => work(db),
     async close() {

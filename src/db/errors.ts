@@ -1,4 +1,5 @@
 // Database failures that mean "not available right now" rather than "this request is wrong".
+import { PoolCheckoutTimeout } from './fair-pool.js';
 import { ConnectionStateError } from './guarded-pool.js';
 
 const UNAVAILABLE_SQLSTATES = new Set([
@@ -23,7 +24,7 @@ const UNAVAILABLE_MESSAGES =
 
 export function isDatabaseUnavailable(error: unknown, depth = 0): boolean {
   if (!(error instanceof Error) || depth > 3) return false;
-  if (error instanceof ConnectionStateError) return true;
+  if (error instanceof ConnectionStateError || error instanceof PoolCheckoutTimeout) return true;
   const { code, severity } = error as { code?: unknown; severity?: unknown };
   // FATAL ends the database session: refused at connect (not accepting connections, too many,
   // authentication) or terminated. Whatever the code, the request can only be retried.

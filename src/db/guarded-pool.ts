@@ -18,6 +18,7 @@
 // gets ConnectionStateError (unavailable, retry) instead of its rows.
 import type { PostgresPool, PostgresPoolClient } from 'kysely';
 import type pg from 'pg';
+import type { FairCheckouts } from './fair-pool.js';
 import { registeredStatementName } from './prepared-statements.js';
 
 /** A statement's answer came from a connection inside a transaction it did not begin: nothing it wrote is committed. */
@@ -48,18 +49,29 @@ function isIdleConnection(client: pg.ClientBase): boolean {
 export interface GuardedPoolOptions {
   /** Send the texts registered with preparedStatement() as named statements (prepared-statements.ts). */
   namedStatements: boolean;
+  /** Each checkout first takes its account's turn here (fair-pool.ts); none: the pool's own queue alone. */
+  checkouts?: FairCheckouts | undefined;
 }
 
-export function guardedPool(pool: pg.Pool, { namedStatements }: GuardedPoolOptions): PostgresPool {
+const nothingToGiveBack = () => {};
+
+export function guardedPool(pool: pg.Pool, { namedStatements, checkouts }: GuardedPoolOptions): PostgresPool {
   // One watcher per pg client, reset at each checkout: Kysely keeps its connection objects by the
   // identity of what connect() returns.
   const watchers = new WeakMap<pg.PoolClient, CheckoutWatcher>();
   return {
     async connect() {
-      const client = (await pool.connect()) as WatchedClient;
+      const giveBack = checkouts ? await checkouts.acquire() : nothingToGiveBack;
+      let client: WatchedClient;
+      try {
+        client = (await pool.connect()) as WatchedClient;
+      } catch (error) {
+        giveBack();
+        throw error;
+      }
       let watcher = watchers.get(client);
       if (!watcher) watchers.set(client, (watcher = new CheckoutWatcher(client, namedStatements)));
-      watcher.reset();
+      watcher.reset(giveBack);
       return watcher;
     },
     end: () => pool.end(),
@@ -69,15 +81,17 @@ export function guardedPool(pool: pg.Pool, { namedStatements }: GuardedPoolOptio
 class CheckoutWatcher implements PostgresPoolClient {
   private stateUnknown = false;
   private insideOwnTransaction = false;
+  private giveBack: () => void = nothingToGiveBack;
 
   constructor(
     private readonly client: WatchedClient,
     private readonly namedStatements: boolean,
   ) {}
 
-  reset(): void {
+  reset(giveBack: () => void): void {
     this.stateUnknown = false;
     this.insideOwnTransaction = false;
+    this.giveBack = giveBack;
   }
 
   // Kysely calls query(text, parameters) only; the overloads of PostgresPoolClient are its typing.
@@ -100,7 +114,13 @@ class CheckoutWatcher implements PostgresPoolClient {
   }) as unknown as PostgresPoolClient['query'];
 
   release(discard?: boolean): void {
-    this.client.release(Boolean(discard) || this.stateUnknown || !isIdleConnection(this.client));
+    const giveBack = this.giveBack;
+    this.giveBack = nothingToGiveBack;
+    try {
+      this.client.release(Boolean(discard) || this.stateUnknown || !isIdleConnection(this.client));
+    } finally {
+      giveBack();
+    }
   }
 
   private send(text: string, parameters: readonly unknown[] | undefined): Promise<pg.QueryResult> {

@@ -9,9 +9,12 @@ export interface StreamSessionKey {
   sessionId: string;
 }
 
-/** Where the stream's text goes. write resolves once the text is buffered below the high-water mark. */
+/**
+ * Where the stream's text goes. write resolves once the chunk is buffered below the high-water
+ * mark; a Buffer is written as it is, so one frame's bytes can go to many streams.
+ */
 export interface StreamSink {
-  write(text: string): Promise<void>;
+  write(chunk: string | Buffer): Promise<void>;
   end(): void;
 }
 

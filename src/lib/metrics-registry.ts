@@ -77,11 +77,23 @@ export interface EventStreamCounts {
   catchUpReads: number;
 }
 
+/** Slots shared between accounts (lib/account-slots.ts): held now, and holders waiting. */
+export interface SlotCounts {
+  readonly running: number;
+  readonly waiting: number;
+}
+
 export function createAppMetrics({
   pool,
   appendBatches,
   eventStreams,
-}: { pool?: PoolStats | undefined; appendBatches?: AppendBatchCounts | undefined; eventStreams?: EventStreamCounts | undefined } = {}): AppMetrics {
+  expensiveSlots,
+}: {
+  pool?: PoolStats | undefined;
+  appendBatches?: AppendBatchCounts | undefined;
+  eventStreams?: EventStreamCounts | undefined;
+  expensiveSlots?: SlotCounts | undefined;
+} = {}): AppMetrics {
   const registry = new Registry();
   const registers = [registry];
   const http = {
@@ -133,6 +145,7 @@ export function createAppMetrics({
   if (pool) registerPoolGauges(registry, pool);
   if (appendBatches) registerAppendBatchCounters(registry, appendBatches);
   if (eventStreams) registerEventStreamMetrics(registry, eventStreams);
+  if (expensiveSlots) registerExpensiveSlotGauges(registry, expensiveSlots);
 
   const processes = processMetrics();
   return {
@@ -198,6 +211,20 @@ function registerEventStreamMetrics(registry: Registry, counts: EventStreamCount
       this.inc({ kind: 'catch_up' }, counts.catchUpReads);
     },
   });
+}
+
+function registerExpensiveSlotGauges(registry: Registry, slots: SlotCounts): void {
+  const gauge = (name: string, help: string, read: () => number) =>
+    new Gauge({
+      name,
+      help,
+      registers: [registry],
+      collect() {
+        this.set(read());
+      },
+    });
+  gauge('expensive_requests_running', 'Expensive requests (session lists, state-at, export, import, appends with a large delta) holding one of the LIST_CONCURRENCY slots.', () => slots.running);
+  gauge('expensive_requests_waiting', 'Expensive requests waiting for a slot: the instance is full, or their account holds its EXPENSIVE_PER_ACCOUNT share.', () => slots.waiting);
 }
 
 // Read when scraped, so they cost nothing between scrapes.

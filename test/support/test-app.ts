@@ -43,6 +43,10 @@ export async function createTestApp(
   options: {
     limits?: Partial<Limits>;
     poolMax?: number;
+    /** Pool connections one account may hold (DB_POOL_MAX_PER_ACCOUNT; PostgreSQL only). */
+    poolPerAccount?: number;
+    /** How long a checkout waits for a connection (DB_CONNECT_TIMEOUT_MS; PostgreSQL only). */
+    connectTimeoutMs?: number;
     credentialMasterKey?: Buffer;
     logger?: FastifyBaseLogger;
     /** On by default, so that the whole suite runs with it; false: every request reads its credential. */
@@ -55,11 +59,11 @@ export async function createTestApp(
     eventStreamPollMs?: number;
   } = {},
 ): Promise<TestApp> {
-  const database = await createTestDatabase({ poolMax: options.poolMax });
+  const database = await createTestDatabase({ poolMax: options.poolMax, poolPerAccount: options.poolPerAccount, connectTimeoutMs: options.connectTimeoutMs });
   const credentialCache = options.credentialCache === false ? undefined : startCredentialCache(database.listen, { maxEntries: 1_000 });
   const app = await buildApp({
     db: database.db,
-    pool: database.pool,
+    pool: database.poolStats,
     limits: { ...DEFAULT_LIMITS, ...productionAppendDefaults(database), ...options.limits },
     credentialMasterKey: options.credentialMasterKey,
     pageTokenKey: TEST_PAGE_TOKEN_KEY,

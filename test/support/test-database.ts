@@ -12,7 +12,7 @@ export interface TestDatabase extends DatabaseHandle {
   dispose(): Promise<void>;
 }
 
-export async function createTestDatabase(options: { poolMax?: number; idleTimeoutMs?: number } = {}): Promise<TestDatabase> {
+export async function createTestDatabase(options: { poolMax?: number; poolPerAccount?: number; connectTimeoutMs?: number; idleTimeoutMs?: number } = {}): Promise<TestDatabase> {
   const backend = inject('testBackend');
   if (backend.kind === 'pglite') {
     const snapshot = new Blob([await readFile(backend.snapshot)]);
@@ -25,8 +25,9 @@ export async function createTestDatabase(options: { poolMax?: number; idleTimeou
     kind: 'postgres',
     url: withDatabase(backend.adminUrl, name),
     poolMax: options.poolMax ?? 10,
+    poolPerAccount: options.poolPerAccount,
     statementTimeoutMs: 60_000,
-    connectTimeoutMs: 10_000,
+    connectTimeoutMs: options.connectTimeoutMs ?? 10_000,
     idleTimeoutMs: options.idleTimeoutMs,
   });
   return {

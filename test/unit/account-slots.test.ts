@@ -55,6 +55,60 @@ describe('createAccountSlots', () => {
     expect([slots.running, slots.waiting]).toEqual([0, 0]);
   });
 
+  it('gives a freed slot to the waiting account that holds the fewest, whatever the order of arrival', async () => {
+    const slots = createAccountSlots({ total: 3, perAccount: 3 });
+    const started: string[] = [];
+    const gates = new Map<string, ReturnType<typeof deferred>>();
+    const start = (name: string, account: string) => {
+      const gate = deferred();
+      gates.set(name, gate);
+      return slots.run(account, async () => (started.push(name), await gate.promise));
+    };
+    const all = [start('A0', 'A'), start('A1', 'A'), start('B0', 'B'), start('A2', 'A'), start('A3', 'A'), start('C0', 'C')];
+    await tick();
+    expect(started).toEqual(['A0', 'A1', 'B0']);
+    // A holds 2, B 1, C none: C's waiter goes first though A2 and A3 came before it.
+    gates.get('A0')!.resolve();
+    await tick();
+    expect(started).toEqual(['A0', 'A1', 'B0', 'C0']);
+    gates.get('B0')!.resolve();
+    await tick();
+    expect(started).toEqual(['A0', 'A1', 'B0', 'C0', 'A2']);
+    for (const name of ['A1', 'C0', 'A2']) gates.get(name)!.resolve();
+    await tick();
+    gates.get('A3')!.resolve();
+    await Promise.all(all);
+    expect([slots.running, slots.waiting]).toEqual([0, 0]);
+  });
+
+  it('gives up a wait after its timeout with the given error, and never starts that waiter later', async () => {
+    const slots = createAccountSlots({ total: 1, perAccount: 1 });
+    const holding = await slots.acquire('A');
+    const timedOut = slots.acquire('B', { timeoutMs: 20, timeoutError: () => new Error('no slot in time') });
+    await expect(timedOut).rejects.toThrow('no slot in time');
+    expect([slots.running, slots.waiting]).toEqual([1, 0]);
+    const next = slots.acquire('C');
+    holding();
+    holding(); // a second call gives nothing back twice
+    const giveBack = await next;
+    expect([slots.running, slots.waiting]).toEqual([1, 0]);
+    giveBack();
+    expect([slots.running, slots.waiting]).toEqual([0, 0]);
+  });
+
+  it('counts work of no account in the total but holds it to no share', async () => {
+    const slots = createAccountSlots({ total: 3, perAccount: 1 });
+    const held = await Promise.all([slots.acquire(undefined), slots.acquire(undefined)]);
+    const a = await slots.acquire('A');
+    expect([slots.running, slots.waiting]).toEqual([3, 0]);
+    const waiting = slots.acquire(undefined);
+    expect(slots.waiting).toBe(1);
+    a();
+    (await waiting)();
+    held.forEach((giveBack) => giveBack());
+    expect([slots.running, slots.waiting]).toEqual([0, 0]);
+  });
+
   it('refuses a share or a total below one', () => {
     expect(() => createAccountSlots({ total: 0, perAccount: 1 })).toThrow(/at least one slot/);
     expect(() => createAccountSlots({ total: 2, perAccount: 0 })).toThrow(/at least one slot/);

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, DEFAULT_LIMITS, loadConfig } from '../../src/config.js';
+import { defaultPoolPerAccount } from '../../src/db/fair-pool.js';
 
 const VALID_KEY = `AKID${'a'.repeat(32)}.${'b'.repeat(43)}`;
 
@@ -201,6 +202,14 @@ describe('loadConfig', () => {
       expect(error.message).toMatch(/PAGE_TOKEN_KEY: must be the base64 encoding of at least 32 bytes/);
       expect(error.message).not.toContain(bad);
     }
+  });
+
+  it('passes DB_POOL_MAX_PER_ACCOUNT to the pool (default: DB_POOL_MAX − 2, at least 1, applied by the pool), and refuses 0', () => {
+    const pg = 'postgres://localhost/db';
+    expect(loadConfig({ DATABASE_URL: pg, DB_POOL_MAX_PER_ACCOUNT: '3' }).database).toMatchObject({ kind: 'postgres', poolMax: 10, poolPerAccount: 3 });
+    expect(loadConfig({ DATABASE_URL: pg }).database).toMatchObject({ poolPerAccount: undefined });
+    expect([10, 3, 2, 1].map(defaultPoolPerAccount)).toEqual([8, 1, 1, 1]);
+    expect(() => loadConfig({ DATABASE_URL: pg, DB_POOL_MAX_PER_ACCOUNT: '0' })).toThrow(/DB_POOL_MAX_PER_ACCOUNT/);
   });
 
   it('lets session lists use two pool connections fewer than DB_POOL_MAX unless LIST_CONCURRENCY says otherwise', () => {

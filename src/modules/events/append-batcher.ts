@@ -32,6 +32,7 @@ import { ConnectionStateError } from '../../db/guarded-pool.js';
 import type { SessionKey } from '../../db/keys.js';
 import { preparedStatement } from '../../db/prepared-statements.js';
 import { AppError } from '../../errors.js';
+import { runForNoAccount } from '../../lib/account-scope.js';
 import type { AccountSlots } from '../../lib/account-slots.js';
 import type { AppendBatchCounts } from '../../lib/metrics-registry.js';
 import type { EventDocument } from './append-plan.js';
@@ -131,7 +132,8 @@ export class AppendBatcher {
     while (this.inFlight < this.options.concurrency && this.waiting.length > 0) {
       const batch = this.waiting.splice(0, this.options.maxBatch);
       this.inFlight++;
-      void this.send(batch).finally(() => {
+      // A batch carries several accounts' appends: its connection is no one account's (db/fair-pool.ts).
+      void runForNoAccount(() => this.send(batch)).finally(() => {
         this.inFlight--;
         this.sendWaiting();
       });

@@ -13,10 +13,13 @@ export function eventFrame(seq: number, json: string): string {
   return `id: ${seq}\nevent: event\ndata: ${json}\n\n`;
 }
 
-/** One event's frame, serialized once and written to every stream of the session. */
+/**
+ * One event's frame, serialized and encoded once: the same bytes are written to every stream of
+ * the session (a string would be encoded again by each stream's write).
+ */
 export interface EventFrame {
   seq: number;
-  text: string;
+  bytes: Buffer;
 }
 
 export interface SessionGroup {
@@ -37,7 +40,7 @@ export interface SessionGroup {
 
 export interface Member {
   group: SessionGroup;
-  sink: { write(text: string): Promise<void>; end(): void };
+  sink: { write(chunk: string | Buffer): Promise<void>; end(): void };
   /** The request's Authorization header, checked again at every heartbeat. */
   authorization: string | undefined;
   /** The last seq written to this stream. */
@@ -60,7 +63,7 @@ export const sessionTag = (key: SessionKey) => JSON.stringify([key.accountId, ke
 /** The frames of up to `limit` events after `afterSeq`, in seq order. */
 export async function readForGroup(db: Database, key: SessionKey, afterSeq: number, limit: number): Promise<EventFrame[]> {
   const rows = await listEvents(db, key, {}, { order: 'asc', cursorSeq: afterSeq, limit });
-  return rows.map((row) => ({ seq: row.seq, text: eventFrame(row.seq, JSON.stringify(toEventView(row))) }));
+  return rows.map((row) => ({ seq: row.seq, bytes: Buffer.from(eventFrame(row.seq, JSON.stringify(toEventView(row)))) }));
 }
 
 /**

@@ -67,8 +67,8 @@ export async function eventStreamRoutes(app: ZodApp, { eventStreams }: AppDeps):
       // to a client that reads nothing must not add listeners every interval).
       let drained: Promise<void> | undefined;
       const sink: StreamSink = {
-        async write(text) {
-          if (body.destroyed || body.writableEnded || body.write(text)) return;
+        async write(chunk) {
+          if (body.destroyed || body.writableEnded || body.write(chunk)) return;
           // Waits for the client to take what is buffered, or to go away.
           drained ??= new Promise<void>((resolve) => {
             const done = () => {

@@ -14,6 +14,7 @@ import type { Database } from '../../db/connect.js';
 import type { EventFeed } from '../../db/event-feed.js';
 import type { SessionKey } from '../../db/keys.js';
 import { AppError, type ErrorCode } from '../../errors.js';
+import { runForNoAccount } from '../../lib/account-scope.js';
 import type { EventStreams, Reauthorize } from '../../lib/event-streams.js';
 import type { EventStreamCounts } from '../../lib/metrics-registry.js';
 import { sessionNotFound } from '../sessions/session-not-found.js';
@@ -24,6 +25,10 @@ export type { EventStream, EventStreams, StreamSink } from '../../lib/event-stre
 
 /** Why the server ended a stream that had lived its maximum lifetime: the client reconnects with Last-Event-ID. */
 export const STREAM_LIFETIME_EXCEEDED = 'StreamLifetimeExceeded';
+/** Streams written to before the other work of the instance gets a turn (deliverToAll). */
+const DELIVERY_SLICE = 50;
+/** The heartbeat comment, encoded once for every stream. */
+const HEARTBEAT = Buffer.from(': heartbeat\n\n');
 /** The Retry-After (seconds) of a refusal at the cap: streams end at any time, so a short one. */
 const CAP_RETRY_AFTER_SECONDS = '5';
 
@@ -113,7 +118,7 @@ export function createEventStreams(db: Database, feed: EventFeed, options: Event
         counts.catchUpReads++;
         for (const frame of frames) {
           if (member.closed) return;
-          await member.sink.write(frame.text);
+          await member.sink.write(frame.bytes);
           member.lastSeq = frame.seq;
         }
         if (frames.length < pageSize && joinWhenCaughtUp(member)) {
@@ -141,10 +146,22 @@ export function createEventStreams(db: Database, feed: EventFeed, options: Event
     member.busy = (async () => {
       for (const frame of fresh) {
         if (member.closed) return;
-        await member.sink.write(frame.text);
+        await member.sink.write(frame.bytes);
         member.lastSeq = frame.seq;
       }
     })().finally(() => (member.busy = undefined));
+  };
+
+  // Every socket write is a system call: a thousand streams of one session take a while to serve,
+  // so they are served a slice at a time, letting the other requests of the instance in between.
+  const deliverToAll = async (group: SessionGroup, frames: EventFrame[]) => {
+    if (frames.length === 0) return;
+    let served = 0;
+    for (const member of [...group.live]) {
+      if (served > 0 && served % DELIVERY_SLICE === 0) await new Promise((resolve) => setImmediate(resolve));
+      if (!member.closed && group.live.has(member)) deliver(member, frames);
+      served++;
+    }
   };
 
   // One read at a time per session. A wake-up for a seq already read costs nothing, so the feed's
@@ -162,7 +179,7 @@ export function createEventStreams(db: Database, feed: EventFeed, options: Event
         counts.sharedReads++;
         const last = frames.at(-1);
         if (last) group.position = last.seq;
-        for (const member of group.live) deliver(member, frames);
+        await deliverToAll(group, frames);
         if (frames.length === pageSize) group.lookAgain = true;
         // Nothing newer is stored: a wanted seq the read did not find is not waited for.
         else group.wantedSeq = Math.min(group.wantedSeq, group.position);
@@ -191,7 +208,7 @@ export function createEventStreams(db: Database, feed: EventFeed, options: Event
     };
     const checkGroup = async (group: SessionGroup) => {
       const members = [...group.members];
-      for (const member of members) void member.sink.write(': heartbeat\n\n');
+      for (const member of members) void member.sink.write(HEARTBEAT);
       const live = await findLiveSessionId(db, group.key).then(Boolean, () => undefined);
       if (live === false) return members.forEach((member) => end(member, 'ResourceNotFound.Session'));
       await Promise.all(
@@ -228,11 +245,14 @@ export function createEventStreams(db: Database, feed: EventFeed, options: Event
       if (!heartbeat) {
         // A heartbeat still checking (a slow database) is not overlapped by the next one.
         let beating = false;
-        heartbeat = setInterval(() => {
-          if (beating) return;
-          beating = true;
-          void beat().finally(() => (beating = false));
-        }, heartbeatMs);
+        // The heartbeat checks every account's streams: its reads are no one account's (db/fair-pool.ts).
+        heartbeat = runForNoAccount(() =>
+          setInterval(() => {
+            if (beating) return;
+            beating = true;
+            void beat().finally(() => (beating = false));
+          }, heartbeatMs),
+        );
         heartbeat.unref();
       }
       // The browser's EventSource reconnects after `retry` milliseconds on its own.

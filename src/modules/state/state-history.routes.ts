@@ -1,8 +1,10 @@
 // GET …/sessions/{sessionId}/state-at/{seq}: the session's state right after one event.
 import { z } from 'zod';
 import { JsonObject, JsonValue, SessionPath, errorResponses } from '../../http/schemas.js';
+import { viewSerializerCompiler } from '../../http/view-serializer.js';
 import type { AppDeps, ZodApp } from '../../http/zod-app.js';
 import { Event } from '../events/event.model.js';
+import { createSingleFlight } from '../../lib/single-flight.js';
 import { getStateAtEvent } from './state-history.service.js';
 
 const StateAtPath = SessionPath.extend({
@@ -33,10 +35,14 @@ export const StateAtEventResponse = z
   .meta({ id: 'StateAtEvent' });
 
 export async function stateHistoryRoutes(app: ZodApp, { db, metrics, expensiveSlots }: AppDeps): Promise<void> {
+  const checkpointWriters = createSingleFlight();
   app.get(
     '/spaces/:spaceId/users/:userId/sessions/:sessionId/state-at/:seq',
     {
       config: { action: 'session:DescribeEvents' },
+      // The answer is built by typed functions from stored, validated JSON (view-serializer.ts): a
+      // zod walk of a state of up to 1 MiB would cost the event loop more than the replay itself.
+      serializerCompiler: viewSerializerCompiler,
       schema: {
         tags: ['events'],
         summary: 'The session state right after one event',
@@ -59,7 +65,7 @@ export async function stateHistoryRoutes(app: ZodApp, { db, metrics, expensiveSl
       const { seq, ...session } = request.params;
       const { accountId } = request.principal;
       // A replay reads many rows: one of the account's expensive slots (src/lib/account-slots.ts).
-      return expensiveSlots.run(accountId, () => getStateAtEvent(db, metrics.stateAt, { accountId, ...session }, seq));
+      return expensiveSlots.run(accountId, () => getStateAtEvent(db, metrics.stateAt, { accountId, ...session }, seq, checkpointWriters));
     },
   );
 }

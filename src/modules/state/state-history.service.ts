@@ -9,6 +9,7 @@ import type { JsonObject } from '../../db/schema.js';
 import { AppError } from '../../errors.js';
 import { type JsonChange, diffJson } from '../../lib/json-diff.js';
 import type { StateAtMetrics } from '../../lib/metrics-registry.js';
+import type { SingleFlight } from '../../lib/single-flight.js';
 import { type EventView, toEventView } from '../events/event.model.js';
 import { findEventBySeq } from '../events/events.repository.js';
 import { sessionNotFound } from '../sessions/session-not-found.js';
@@ -34,9 +35,25 @@ export interface StateAtEvent {
   initialStateKnown: boolean;
 }
 
-export async function getStateAtEvent(db: Database, metrics: StateAtMetrics, key: SessionKey, seq: number): Promise<StateAtEvent> {
+/**
+ * `checkpointWriters`: one walk at a time per session on this instance. The first replays over a
+ * long history all lack the same checkpoints; each writing them (a fold of K events over the whole
+ * state per step) would multiply that work by the replays in flight, while the first walk's
+ * checkpoints serve them all.
+ */
+export async function getStateAtEvent(db: Database, metrics: StateAtMetrics, key: SessionKey, seq: number, checkpointWriters: SingleFlight): Promise<StateAtEvent> {
   const row = await findEventBySeq(db, key, seq);
-  if (row) await writeMissingCheckpoints(db, metrics, key, seq - 1);
+  if (row) {
+    const session = JSON.stringify([key.accountId, key.spaceId, key.userId, key.sessionId]);
+    // Waits out another replay's walk (it may stop short of this seq), then walks itself: after
+    // the first, a walk finds its checkpoints written and only reads which is the latest.
+    for (let walked = false; !walked; ) {
+      await checkpointWriters(session, async () => {
+        walked = true;
+        await writeMissingCheckpoints(db, metrics, key, seq - 1);
+      });
+    }
+  }
   const replayed = row && (await replaySessionState(db, key, seq));
   if (!replayed) {
     // Tells a missing session (or space) from a missing event.

@@ -24,7 +24,9 @@ export async function transferRoutes(app: ZodApp, { db, limits, expensiveSlots }
           `A portable document (format ${ExportDocument.shape.format.value}) with everything needed to re-create the session: ids, seq, ` +
           'timestamps, revision, state, the user: and app: keys it sees (scopedState), memo and window. JSON by default; YAML with ' +
           '`Accept: application/yaml` (or text/yaml) or `?format=yaml`; `?format=json` forces JSON. Any other Accept answers JSON. ' +
-          'The events are streamed in seq order, so a long history does not have to fit in memory.',
+          'The events are streamed in seq order, so a long history does not have to fit in memory. An export takes one of the ' +
+          'expensive-request slots its account may hold on the instance (EXPENSIVE_PER_ACCOUNT of LIST_CONCURRENCY) until its last byte is ' +
+          'sent: past the account\'s share it waits for one of its own exports, lists or state-at reads to finish.',
         params: SessionPath,
         querystring: ExportQuery,
         response: {
@@ -35,10 +37,20 @@ export async function transferRoutes(app: ZodApp, { db, limits, expensiveSlots }
     },
     async (request, reply) => {
       const format = chooseExportFormat(request.query.format, request.headers.accept);
-      const doc = await openExport(db, { accountId: request.principal.accountId, ...request.params });
+      const { accountId } = request.principal;
+      // Reads the whole history: one of the account's expensive slots, held until the last byte is
+      // written or the client goes away, so a client that reads slowly holds its own share only.
+      const giveBack = await expensiveSlots.acquire(accountId);
+      let body: Readable;
+      try {
+        body = Readable.from(exportText(await openExport(db, { accountId, ...request.params }), format));
+      } catch (error) {
+        giveBack();
+        throw error;
+      }
+      body.once('close', giveBack);
       // A stream bypasses the response serializer; its text is the ExportDocument the schema documents.
-      const body = Readable.from(exportText(doc, format)) as unknown as ExportDocumentValue;
-      return reply.type(CONTENT_TYPES[format]).send(body);
+      return reply.type(CONTENT_TYPES[format]).send(body as unknown as ExportDocumentValue);
     },
   );
 

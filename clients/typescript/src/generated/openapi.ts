@@ -320,7 +320,7 @@ export interface paths {
         };
         /**
          * Export a session with its whole history
-         * @description A portable document (format agent-session/v1) with everything needed to re-create the session: ids, seq, timestamps, revision, state, the user: and app: keys it sees (scopedState), memo and window. JSON by default; YAML with `Accept: application/yaml` (or text/yaml) or `?format=yaml`; `?format=json` forces JSON. Any other Accept answers JSON. The events are streamed in seq order, so a long history does not have to fit in memory.
+         * @description A portable document (format agent-session/v1) with everything needed to re-create the session: ids, seq, timestamps, revision, state, the user: and app: keys it sees (scopedState), memo and window. JSON by default; YAML with `Accept: application/yaml` (or text/yaml) or `?format=yaml`; `?format=json` forces JSON. Any other Accept answers JSON. The events are streamed in seq order, so a long history does not have to fit in memory. An export takes one of the expensive-request slots its account may hold on the instance (EXPENSIVE_PER_ACCOUNT of LIST_CONCURRENCY) until its last byte is sent: past the account's share it waits for one of its own exports, lists or state-at reads to finish.
          */
         get: operations["exportSession"];
         put?: never;
