@@ -548,59 +548,6 @@ export interface components {
                 };
             };
         };
-        Event: {
-            /** @description Server-assigned position in the session: 1, 2, 3 … without gaps. */
-            seq: number;
-            eventId: string;
-            invocationId?: string;
-            author: string;
-            content?: {
-                /** @description Usually "user" or "model". */
-                role?: string;
-                parts: {
-                    text?: string;
-                    /** @description true when the text is the model's reasoning rather than its answer. */
-                    thought?: boolean;
-                    functionCall?: {
-                        id?: string;
-                        name: string;
-                        args: components["schemas"]["JsonObject"];
-                    };
-                    functionResponse?: {
-                        id?: string;
-                        name: string;
-                        response: components["schemas"]["JsonObject"];
-                    };
-                    inlineData?: {
-                        mimeType: string;
-                        data: string;
-                    };
-                }[];
-            };
-            actions?: {
-                /** @description Applied to the session state in the same transaction as the append. */
-                stateDelta?: components["schemas"]["JsonObject"];
-                /**
-                 * @description merge-patch (default): RFC 7396, null deletes a key. replace: top-level keys are replaced whole, null is stored.
-                 * @enum {string}
-                 */
-                stateDeltaMode?: "merge-patch" | "replace";
-            };
-            metadata?: components["schemas"]["JsonObject"];
-            extensions?: components["schemas"]["JsonObject"];
-            errorCode?: string;
-            errorMessage?: string;
-            /**
-             * Format: date-time
-             * @description The client's timestamp as given (default: server time); used only for filtering.
-             */
-            timestamp: string;
-            /**
-             * Format: date-time
-             * @description RFC 3339 UTC timestamp with millisecond precision.
-             */
-            createTime: string;
-        };
         Session: {
             spaceId: string;
             userId: string;
@@ -655,6 +602,59 @@ export interface components {
              */
             updateTime: string;
             expireTime: string | null;
+        };
+        Event: {
+            /** @description Server-assigned position in the session: 1, 2, 3 … without gaps. */
+            seq: number;
+            eventId: string;
+            invocationId?: string;
+            author: string;
+            content?: {
+                /** @description Usually "user" or "model". */
+                role?: string;
+                parts: {
+                    text?: string;
+                    /** @description true when the text is the model's reasoning rather than its answer. */
+                    thought?: boolean;
+                    functionCall?: {
+                        id?: string;
+                        name: string;
+                        args: components["schemas"]["JsonObject"];
+                    };
+                    functionResponse?: {
+                        id?: string;
+                        name: string;
+                        response: components["schemas"]["JsonObject"];
+                    };
+                    inlineData?: {
+                        mimeType: string;
+                        data: string;
+                    };
+                }[];
+            };
+            actions?: {
+                /** @description Applied to the session state in the same transaction as the append. */
+                stateDelta?: components["schemas"]["JsonObject"];
+                /**
+                 * @description merge-patch (default): RFC 7396, null deletes a key. replace: top-level keys are replaced whole, null is stored.
+                 * @enum {string}
+                 */
+                stateDeltaMode?: "merge-patch" | "replace";
+            };
+            metadata?: components["schemas"]["JsonObject"];
+            extensions?: components["schemas"]["JsonObject"];
+            errorCode?: string;
+            errorMessage?: string;
+            /**
+             * Format: date-time
+             * @description The client's timestamp as given (default: server time); used only for filtering.
+             */
+            timestamp: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC timestamp with millisecond precision.
+             */
+            createTime: string;
         };
         AppendEvent: {
             /** @description Unique per session; generated when absent. Resending an event with the same id and payload is a safe retry. */
