@@ -10,6 +10,11 @@ const UNAVAILABLE_SQLSTATES = new Set([
   '57014', // query_canceled (statement_timeout)
   '25P03', // idle_in_transaction_session_timeout
   '25P02', // in_failed_sql_transaction: a connection left inside an aborted transaction (guarded-pool.ts destroys it)
+  // The database rolled the transaction back to break a deadlock or a serialization conflict: run
+  // again, it succeeds. On one PostgreSQL the service's lock order leaves none; on Citus a
+  // distributed deadlock (locks on several nodes' copies of a reference table) is broken this way.
+  '40P01', // deadlock_detected
+  '40001', // serialization_failure
 ]);
 const UNAVAILABLE_NODE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EPIPE', 'EAI_AGAIN', 'ENOENT', 'EHOSTUNREACH', 'ENETUNREACH']);
 
