@@ -41,3 +41,12 @@ export function isDatabaseUnavailable(error: unknown, depth = 0): boolean {
   if (error instanceof AggregateError && error.errors.some((inner) => isDatabaseUnavailable(inner, depth + 1))) return true;
   return error.cause !== undefined && isDatabaseUnavailable(error.cause, depth + 1);
 }
+
+/**
+ * The name of the constraint an error names, as the migrations named it. On Citus the error comes
+ * from a shard, whose constraints carry the shard's id (`…_event_id_key_102129`): it is cut off.
+ */
+export function violatedConstraint(error: unknown): string | undefined {
+  const { constraint } = error as { constraint?: unknown };
+  return typeof constraint === 'string' ? constraint.replace(/_\d+$/, '') : undefined;
+}

@@ -3,6 +3,7 @@
 // boundary).
 import { CompiledQuery } from 'kysely';
 import type { Executor } from '../../db/connect.js';
+import { violatedConstraint } from '../../db/errors.js';
 import { preparedStatement } from '../../db/prepared-statements.js';
 import type { JsonObject, JsonValue } from '../../db/schema.js';
 import { AppError } from '../../errors.js';
@@ -65,8 +66,8 @@ export async function appendInDatabase(
 }
 
 function translated(error: unknown, stateLimit: number): unknown {
-  const { code, detail, constraint } = error as { code?: string; detail?: string; constraint?: string };
-  if (code === '23505' && constraint === EVENT_ID_CONSTRAINT) return new StoredEventIdError('an eventId of the request is already stored');
+  const { code, detail } = error as { code?: string; detail?: string };
+  if (code === '23505' && violatedConstraint(error) === EVENT_ID_CONSTRAINT) return new StoredEventIdError('an eventId of the request is already stored');
   if (code === 'AS412' && detail) return preconditionFailed(Number(detail));
   if (code === 'AS413' && detail) {
     const { scope, stateBytes } = JSON.parse(detail) as { scope: StoredScope; stateBytes: number };
