@@ -42,11 +42,22 @@ export function isDatabaseUnavailable(error: unknown, depth = 0): boolean {
   return error.cause !== undefined && isDatabaseUnavailable(error.cause, depth + 1);
 }
 
+/** A unique key, as the migrations declare it. */
+export interface UniqueKey {
+  constraint: string;
+  columns: readonly string[];
+}
+
 /**
- * The name of the constraint an error names, as the migrations named it. On Citus the error comes
- * from a shard, whose constraints carry the shard's id (`…_event_id_key_102129`): it is cut off.
+ * Whether `error` is a unique violation (23505) of `key`. On one PostgreSQL the error names the
+ * constraint. On Citus it comes from a shard, whose constraint names are the table's shortened,
+ * hashed and suffixed with the shard id (`events_account_id_space_id_user_id_session_id_e_53204c41_102129`),
+ * so there the key is recognised by its columns, which the error's detail lists:
+ * `Key (account_id, …, event_id)=(…) already exists.`
  */
-export function violatedConstraint(error: unknown): string | undefined {
-  const { constraint } = error as { constraint?: unknown };
-  return typeof constraint === 'string' ? constraint.replace(/_\d+$/, '') : undefined;
+export function violatesUniqueKey(error: unknown, key: UniqueKey): boolean {
+  const { code, constraint, detail } = error as { code?: unknown; constraint?: unknown; detail?: unknown };
+  if (code !== '23505') return false;
+  if (constraint === key.constraint) return true;
+  return typeof detail === 'string' && detail.startsWith(`Key (${key.columns.join(', ')})=`);
 }

@@ -64,9 +64,11 @@ export function citusInstalled(): boolean {
 export async function startPrivateCitus(options: { settings?: Record<string, string> } = {}): Promise<PrivateCitus> {
   if (!citusInstalled()) throw new Error('Citus is not installed: run ../shared/citus/build.sh (as root)');
   const settings = { ...CITUS_SERVER_SETTINGS, ...options.settings };
-  const clusters: PrivateCluster[] = [];
+  const created = await Promise.allSettled([0, 1, 2].map(() => createPrivateCluster({ settings })));
+  const clusters = created.flatMap((outcome) => (outcome.status === 'fulfilled' ? [outcome.value] : []));
   try {
-    for (let i = 0; i < 3; i++) clusters.push(await createPrivateCluster({ settings }));
+    const failed = created.find((outcome) => outcome.status === 'rejected');
+    if (failed) throw failed.reason;
     await Promise.all(clusters.map((cluster) => cluster.start()));
   } catch (error) {
     await Promise.all(clusters.map((cluster) => cluster.remove()));
@@ -78,38 +80,57 @@ export async function startPrivateCitus(options: { settings?: Record<string, str
     { name: 'worker1', cluster: workers[0]! },
     { name: 'worker2', cluster: workers[1]! },
   ];
-  const bin = serverBinaries()!;
+  const addresses = nodes.map(({ name, cluster }) => ({ name, port: cluster.port }));
   return {
     coordinator,
     workers,
     nodes,
-    async createDatabase(name) {
-      // Workers first: registering them on the coordinator syncs metadata into their database.
-      for (const cluster of [...workers, coordinator]) {
-        await query(cluster.url('postgres'), `CREATE DATABASE ${pg.escapeIdentifier(name)}`);
-        await query(cluster.url(name), 'CREATE EXTENSION IF NOT EXISTS citus');
-      }
-      await query(
-        coordinator.url(name),
-        `SELECT citus_set_coordinator_host('127.0.0.1', ${coordinator.port});
-         ${workers.map((worker) => `SELECT citus_add_node('127.0.0.1', ${worker.port});`).join('\n')}`,
-      );
-    },
-    async dropDatabase(name) {
-      for (const cluster of [coordinator, ...workers]) {
-        await query(cluster.url('postgres'), `DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)} WITH (FORCE)`).catch(() => undefined);
-      }
-    },
-    async psqlFile(database, file) {
-      const { stdout, stderr } = await run(`${bin}/psql`, ['-X', '-q', '-v', 'ON_ERROR_STOP=1', '-d', coordinator.url(database), '-f', file], {
-        timeout: 300_000,
-      });
-      return stdout + stderr;
-    },
+    createDatabase: (name) => createCitusDatabase(addresses, name),
+    dropDatabase: (name) => dropCitusDatabase(addresses, name),
+    psqlFile: (database, file) => runPsqlFile(coordinator.port, database, file),
     async remove() {
       await Promise.all(clusters.map((cluster) => cluster.remove()));
     },
   };
+}
+
+/** A node of a cluster, by name and port (on 127.0.0.1, user postgres, trust): what a test file is given. */
+export interface CitusNodeAddress {
+  name: string;
+  port: number;
+}
+
+export const nodeUrl = (port: number, database: string) => `postgres://postgres@127.0.0.1:${port}/${database}`;
+
+/**
+ * A database on every node with the extension, the nodes registered in the coordinator's (the first
+ * address). Workers first: registering them on the coordinator syncs the metadata into their database.
+ */
+export async function createCitusDatabase(nodes: CitusNodeAddress[], name: string): Promise<void> {
+  const [coordinator, ...workers] = nodes;
+  for (const { port } of [...workers, coordinator!]) {
+    await query(nodeUrl(port, 'postgres'), `CREATE DATABASE ${pg.escapeIdentifier(name)}`);
+    await query(nodeUrl(port, name), 'CREATE EXTENSION IF NOT EXISTS citus');
+  }
+  await query(
+    nodeUrl(coordinator!.port, name),
+    `SELECT citus_set_coordinator_host('127.0.0.1', ${coordinator!.port});
+     ${workers.map(({ port }) => `SELECT citus_add_node('127.0.0.1', ${port});`).join('\n')}`,
+  );
+}
+
+export async function dropCitusDatabase(nodes: CitusNodeAddress[], name: string): Promise<void> {
+  for (const { port } of nodes) {
+    await query(nodeUrl(port, 'postgres'), `DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)} WITH (FORCE)`).catch(() => undefined);
+  }
+}
+
+/** Runs a file with psql on a database of the node at `port`, as an operator would (`psql -v ON_ERROR_STOP=1 -f`). */
+export async function runPsqlFile(port: number, database: string, file: string): Promise<string> {
+  const { stdout, stderr } = await run(join(serverBinaries()!, 'psql'), ['-X', '-q', '-v', 'ON_ERROR_STOP=1', '-d', nodeUrl(port, database), '-f', file], {
+    timeout: 300_000,
+  });
+  return stdout + stderr;
 }
 
 /** One statement (or several, in one simple query) on a fresh connection. */

@@ -3,7 +3,7 @@
 // boundary).
 import { CompiledQuery } from 'kysely';
 import type { Executor } from '../../db/connect.js';
-import { violatedConstraint } from '../../db/errors.js';
+import { type UniqueKey, violatesUniqueKey } from '../../db/errors.js';
 import { preparedStatement } from '../../db/prepared-statements.js';
 import type { JsonObject, JsonValue } from '../../db/schema.js';
 import { AppError } from '../../errors.js';
@@ -40,7 +40,10 @@ export class StoredEventIdError extends Error {
 // A named statement (src/db/prepared-statements.ts): parsed and planned once per connection.
 const APPEND_EVENTS = preparedStatement('append_events', 'SELECT * FROM append_events($1, $2, $3, $4, $5::jsonb, $6::bigint[], $7)');
 
-const EVENT_ID_CONSTRAINT = 'events_account_id_space_id_user_id_session_id_event_id_key';
+const EVENT_ID_KEY: UniqueKey = {
+  constraint: 'events_account_id_space_id_user_id_session_id_event_id_key',
+  columns: ['account_id', 'space_id', 'user_id', 'session_id', 'event_id'],
+};
 
 /**
  * Appends the events and applies their deltas in one statement; undefined when the session is
@@ -67,7 +70,7 @@ export async function appendInDatabase(
 
 function translated(error: unknown, stateLimit: number): unknown {
   const { code, detail } = error as { code?: string; detail?: string };
-  if (code === '23505' && violatedConstraint(error) === EVENT_ID_CONSTRAINT) return new StoredEventIdError('an eventId of the request is already stored');
+  if (violatesUniqueKey(error, EVENT_ID_KEY)) return new StoredEventIdError('an eventId of the request is already stored');
   if (code === 'AS412' && detail) return preconditionFailed(Number(detail));
   if (code === 'AS413' && detail) {
     const { scope, stateBytes } = JSON.parse(detail) as { scope: StoredScope; stateBytes: number };
