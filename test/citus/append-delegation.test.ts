@@ -4,6 +4,7 @@
 // service's batcher finds Citus by itself and sends each batch, of one account's appends, as one
 // delegated call of append_events_of_account (migrations/0011).
 import pg from 'pg';
+import type { JsonObject } from '../../src/db/schema.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccountSlots } from '../../src/lib/account-slots.js';
 import { AppendBatcher } from '../../src/modules/events/append-batcher.js';
@@ -36,7 +37,12 @@ async function remoteCommandsOf(text: string, values: unknown[]): Promise<string
   return logged;
 }
 
-const event = (author: string, delta: object) => ({ eventId: `e-${Math.random().toString(36).slice(2)}`, author, session: { delta, mode: 'merge-patch' } });
+const event = (author: string, delta: JsonObject) => ({
+  eventId: `e-${Math.random().toString(36).slice(2)}`,
+  author,
+  payloadHash: '00',
+  session: { delta, mode: 'merge-patch' as const },
+});
 
 describe('appends on Citus', () => {
   it('append_events is one command, sent to the worker of the account', async () => {
