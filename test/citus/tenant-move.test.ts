@@ -27,7 +27,7 @@ async function placementOf(accountId: string): Promise<Placement> {
   const { rows } = await sql<Placement>`
     SELECT s.shardid, s.nodeport, (SELECT count(*) FROM pg_dist_shard WHERE logicalrelid = 'sessions'::regclass)::int AS shard_count
     FROM citus_shards s
-    WHERE s.shardid = get_shard_id_for_distribution_column('sessions', ${accountId}) AND s.table_name = 'sessions'::regclass`.execute(t.db);
+    WHERE s.shardid = get_shard_id_for_distribution_column('sessions', ${accountId}::text) AND s.table_name = 'sessions'::regclass`.execute(t.db);
   return rows[0]!;
 }
 
@@ -56,29 +56,36 @@ function agent(account: CreatedAccount, sessionId: string) {
   };
 }
 
+/** Isolates the account to a shard of its own, then moves that shard to the other worker. */
+async function moveWhileAppending(big: CreatedAccount): Promise<void> {
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  const before = await placementOf(big.accountId);
+  await sql`SELECT isolate_tenant_to_new_shard('sessions', ${big.accountId}::text, 'CASCADE', shard_transfer_mode => 'block_writes')`.execute(t.db);
+  const isolated = await placementOf(big.accountId);
+  expect(isolated.shardid).not.toBe(before.shardid);
+  expect(isolated.shard_count).toBe(before.shard_count + 2); // the range split in three: below, the account, above
+  await new Promise((resolve) => setTimeout(resolve, 300));
+
+  const { rows: nodes } = await sql<{ nodeport: number }>`SELECT nodeport FROM pg_dist_node WHERE groupid <> 0 ORDER BY nodeport`.execute(t.db);
+  const target = nodes.find((node) => node.nodeport !== isolated.nodeport)!.nodeport;
+  await sql`SELECT citus_move_shard_placement(${isolated.shardid}::bigint, '127.0.0.1', ${isolated.nodeport}::int, '127.0.0.1', ${target}::int, shard_transfer_mode => 'force_logical')`.execute(
+    t.db,
+  );
+  const moved = await placementOf(big.accountId);
+  expect(moved).toMatchObject({ shardid: isolated.shardid, nodeport: target });
+  await new Promise((resolve) => setTimeout(resolve, 300));
+}
+
 describe('an account isolated to a shard of its own and moved to the other worker, with appends running', () => {
   it('answers every append and loses none', async () => {
     const big = t.account;
     const neighbour = await t.createAccount();
     const agents = [agent(big, 'a1'), agent(big, 'a2'), agent(neighbour, 'n1')];
-    await new Promise((resolve) => setTimeout(resolve, 300));
-
-    const before = await placementOf(big.accountId);
-    await sql`SELECT isolate_tenant_to_new_shard('sessions', ${big.accountId}, 'CASCADE', shard_transfer_mode => 'block_writes')`.execute(t.db);
-    const isolated = await placementOf(big.accountId);
-    expect(isolated.shardid).not.toBe(before.shardid);
-    expect(isolated.shard_count).toBe(before.shard_count + 2); // the range split in three: below, the account, above
-    await new Promise((resolve) => setTimeout(resolve, 300));
-
-    const { rows: nodes } = await sql<{ nodeport: number }>`SELECT nodeport FROM pg_dist_node WHERE groupid <> 0 ORDER BY nodeport`.execute(t.db);
-    const target = nodes.find((node) => node.nodeport !== isolated.nodeport)!.nodeport;
-    await sql`SELECT citus_move_shard_placement(${isolated.shardid}::bigint, '127.0.0.1', ${isolated.nodeport}::int, '127.0.0.1', ${target}::int, shard_transfer_mode => 'force_logical')`.execute(
-      t.db,
-    );
-    const moved = await placementOf(big.accountId);
-    expect(moved).toMatchObject({ shardid: isolated.shardid, nodeport: target });
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    for (const running of agents) await running.stop();
+    try {
+      await moveWhileAppending(big);
+    } finally {
+      for (const running of agents) await running.stop();
+    }
 
     for (const running of agents) expect(running.failures).toEqual([]);
     // Each acknowledged append is stored once, at the seq it was acknowledged with, gap-free.

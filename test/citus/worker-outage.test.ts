@@ -38,7 +38,7 @@ const nodePortOf = async (accountId: string) =>
   (
     await sql<{ nodeport: number }>`
       SELECT nodeport FROM citus_shards
-      WHERE shardid = get_shard_id_for_distribution_column('sessions', ${accountId}) AND table_name = 'sessions'::regclass`.execute(handle.db)
+      WHERE shardid = get_shard_id_for_distribution_column('sessions', ${accountId}::text) AND table_name = 'sessions'::regclass`.execute(handle.db)
   ).rows[0]!.nodeport;
 
 const append = (account: CreatedAccount, payload: object = { author: 'user' }) =>
