@@ -26,9 +26,20 @@ const UNAVAILABLE_NODE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT
 const UNAVAILABLE_MESSAGES =
   /timeout exceeded when trying to connect|Connection terminated|Client has encountered a connection error|is not queryable|Query read timeout|Postgres connection has been discarded|driver has already been destroyed|connect ECONNREFUSED/i;
 
+/**
+ * Citus: the statement was routed to a shard that a shard split or move (isolate_tenant_to_new_shard,
+ * citus_move_shard_placement) retired while it was on its way. Nothing of it ran; sent again, it is
+ * routed by the new metadata. Citus raises these as internal errors (XX000), by message.
+ */
+const SHARD_MOVED_AWAY = /could not find valid entry for shard|shard \d+ does not exist|could not find (any )?shard placement/i;
+
+export function isShardMovedAway(error: unknown): boolean {
+  return error instanceof Error && SHARD_MOVED_AWAY.test(error.message);
+}
+
 export function isDatabaseUnavailable(error: unknown, depth = 0): boolean {
   if (!(error instanceof Error) || depth > 3) return false;
-  if (error instanceof ConnectionStateError) return true;
+  if (error instanceof ConnectionStateError || isShardMovedAway(error)) return true;
   const { code, severity } = error as { code?: unknown; severity?: unknown };
   // FATAL ends the database session: refused at connect (not accepting connections, too many,
   // authentication) or terminated. Whatever the code, the request can only be retried.

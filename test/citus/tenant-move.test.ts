@@ -4,13 +4,17 @@
 // keep appending to it and to another account. Every append is answered 201 and stored once, at the
 // seq it was acknowledged with: 0 failed, 0 lost.
 import { sql } from 'kysely';
+import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../support/test-app.js';
 import type { CreatedAccount } from '../../src/modules/accounts/accounts.service.js';
 
 let t: TestApp;
+/** The app's error log lines, so that a failed append's message can say what the database answered. */
+const errorLines: string[] = [];
 beforeAll(async () => {
-  t = await createTestApp({ poolMax: 12 });
+  const logger = pino({ level: 'error' }, { write: (line: string) => void errorLines.push(line) });
+  t = await createTestApp({ poolMax: 12, logger });
 });
 afterAll(async () => {
   await t?.close();
@@ -31,6 +35,9 @@ async function placementOf(accountId: string): Promise<Placement> {
   return rows[0]!;
 }
 
+/** What the cluster is doing, for the failure messages. */
+let phase = 'before';
+
 /** Appends to `sessions` of `account` one after another until stopped; answers what each append was acknowledged with. */
 function agent(account: CreatedAccount, sessionId: string) {
   const acknowledged: { seq: number; eventId: string }[] = [];
@@ -43,7 +50,10 @@ function agent(account: CreatedAccount, sessionId: string) {
       const eventId = `${sessionId}-${i}`;
       const res = await t.request({ method: 'POST', url: `${base}/events`, token: account.rootCredential.token, payload: { eventId, author: 'user', actions: { stateDelta: { last: i } } } });
       if (res.statusCode === 201) acknowledged.push({ seq: res.json().events[0].seq, eventId });
-      else failures.push(`${res.statusCode} ${res.body}`);
+      else {
+        const logged = errorLines.find((line) => line.includes(res.headers['x-request-id'] as string));
+        failures.push(`${phase}: ${res.statusCode} ${res.body} ${logged ? (JSON.parse(logged) as { err?: { message?: string } }).err?.message : ''}`);
+      }
     }
   })();
   return {
@@ -60,7 +70,9 @@ function agent(account: CreatedAccount, sessionId: string) {
 async function moveWhileAppending(big: CreatedAccount): Promise<void> {
   await new Promise((resolve) => setTimeout(resolve, 300));
   const before = await placementOf(big.accountId);
+  phase = 'isolating';
   await sql`SELECT isolate_tenant_to_new_shard('sessions', ${big.accountId}::text, 'CASCADE', shard_transfer_mode => 'block_writes')`.execute(t.db);
+  phase = 'isolated';
   const isolated = await placementOf(big.accountId);
   expect(isolated.shardid).not.toBe(before.shardid);
   expect(isolated.shard_count).toBe(before.shard_count + 2); // the range split in three: below, the account, above
@@ -68,9 +80,11 @@ async function moveWhileAppending(big: CreatedAccount): Promise<void> {
 
   const { rows: nodes } = await sql<{ nodeport: number }>`SELECT nodeport FROM pg_dist_node WHERE groupid <> 0 ORDER BY nodeport`.execute(t.db);
   const target = nodes.find((node) => node.nodeport !== isolated.nodeport)!.nodeport;
+  phase = 'moving';
   await sql`SELECT citus_move_shard_placement(${isolated.shardid}::bigint, '127.0.0.1', ${isolated.nodeport}::int, '127.0.0.1', ${target}::int, shard_transfer_mode => 'force_logical')`.execute(
     t.db,
   );
+  phase = 'moved';
   const moved = await placementOf(big.accountId);
   expect(moved).toMatchObject({ shardid: isolated.shardid, nodeport: target });
   await new Promise((resolve) => setTimeout(resolve, 300));

@@ -34,6 +34,7 @@
 import { CompiledQuery } from 'kysely';
 import type { Limits } from '../../config.js';
 import { detectCitus } from '../../db/citus.js';
+import { isShardMovedAway } from '../../db/errors.js';
 import type { Database } from '../../db/connect.js';
 import { ConnectionStateError } from '../../db/guarded-pool.js';
 import type { SessionKey } from '../../db/keys.js';
@@ -99,8 +100,9 @@ const APPEND_EVENTS_OF_ACCOUNT = preparedStatement('append_events_of_account', '
 // transaction someone else began (25P02: aborted; ConnectionStateError: still open, destroyed
 // now). A lost connection is not among them: what committed is unknown, as for one append.
 const ROLLED_BACK_WHOLE = new Set(['57014', '55P03', '25P02']);
+// On Citus, a call routed to a shard a split or move retired meanwhile did nothing either.
 const rolledBackWhole = (error: unknown) =>
-  error instanceof ConnectionStateError || ROLLED_BACK_WHOLE.has((error as { code?: string }).code ?? '');
+  error instanceof ConnectionStateError || isShardMovedAway(error) || ROLLED_BACK_WHOLE.has((error as { code?: string }).code ?? '');
 
 export class AppendBatcher {
   /** Read by /metrics (append_batches_total and the two after it). */

@@ -3,7 +3,7 @@
 // boundary).
 import { CompiledQuery } from 'kysely';
 import type { Executor } from '../../db/connect.js';
-import { type UniqueKey, violatesUniqueKey } from '../../db/errors.js';
+import { type UniqueKey, isShardMovedAway, violatesUniqueKey } from '../../db/errors.js';
 import { preparedStatement } from '../../db/prepared-statements.js';
 import type { JsonObject, JsonValue } from '../../db/schema.js';
 import { AppError } from '../../errors.js';
@@ -59,14 +59,25 @@ export async function appendInDatabase(
   ifMatch: number[] | undefined,
   stateLimit: number,
 ): Promise<AppendedSession | undefined> {
-  try {
-    const parameters = [key.accountId, key.spaceId, key.userId, key.sessionId, JSON.stringify(events), ifMatch ?? null, stateLimit];
-    const result = await db.executeQuery<AppendedSession>(CompiledQuery.raw(APPEND_EVENTS, parameters));
-    return result.rows[0];
-  } catch (error) {
-    throw translated(error, stateLimit);
+  const parameters = [key.accountId, key.spaceId, key.userId, key.sessionId, JSON.stringify(events), ifMatch ?? null, stateLimit];
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const result = await db.executeQuery<AppendedSession>(CompiledQuery.raw(APPEND_EVENTS, parameters));
+      return result.rows[0];
+    } catch (error) {
+      // On Citus a call routed to a shard that a split or move just retired did nothing: sent again
+      // it goes by the new metadata. Not inside a transaction, which the error has aborted.
+      if (attempt < SHARD_MOVED_ATTEMPTS && !db.isTransaction && isShardMovedAway(error)) {
+        await new Promise((resolve) => setTimeout(resolve, SHARD_MOVED_PAUSE_MS * attempt));
+        continue;
+      }
+      throw translated(error, stateLimit);
+    }
   }
 }
+
+const SHARD_MOVED_ATTEMPTS = 3;
+const SHARD_MOVED_PAUSE_MS = 50;
 
 function translated(error: unknown, stateLimit: number): unknown {
   const { code, detail } = error as { code?: string; detail?: string };
