@@ -120,7 +120,7 @@ async function measureTarget(target: Target): Promise<Record<string, Figure>> {
   for (const batching of ['batched', 'unbatched'] as const) {
     const port = await freePort();
     const base = `http://127.0.0.1:${port}`;
-    const server: ChildProcess = startServer(target.url, port, { env: batching === 'unbatched' ? { APPEND_BATCH_MAX: '1' } : {} });
+    const server: ChildProcess = startServer(target.url, port, { env: { LOG_LEVEL: 'error', ...(batching === 'unbatched' ? { APPEND_BATCH_MAX: '1' } : {}) } });
     try {
       await waitReady(base, server);
       fixture ??= await seed(base, target.url);
