@@ -16,6 +16,7 @@ const CITUS_INTEGRATION_SUITES = [
   'tencent-api',
   'export-import',
   'event-stream',
+  'expiry-sweeper',
 ];
 
 // Four projects, so CI can run the unit tests once and the integration tests on each backend
