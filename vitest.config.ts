@@ -8,7 +8,6 @@ const CITUS_INTEGRATION_SUITES = [
   'sessions-modify',
   'events-append',
   'events-concurrency',
-  'append-batches',
   'state-at-event',
   'iam-credentials',
   'iam-subaccounts',
