@@ -1,10 +1,30 @@
 import { defineConfig } from 'vitest/config';
+import { citusInstalled } from './test/support/private-citus.js';
 
-// Three projects, so CI can run the unit tests once and the integration tests on each backend
+// The integration suites that also run through a Citus coordinator (`--project citus`).
+const CITUS_INTEGRATION_SUITES = [
+  'spaces',
+  'sessions-create',
+  'sessions-modify',
+  'events-append',
+  'events-concurrency',
+  'state-at-event',
+  'iam-credentials',
+  'iam-subaccounts',
+  'credential-cache',
+  'tencent-api',
+  'export-import',
+  'event-stream',
+  'expiry-sweeper',
+];
+
+// Four projects, so CI can run the unit tests once and the integration tests on each backend
 // (`vitest run --project unit`, `--project integration`, `--project browser`); `npm test` runs all.
 //   unit:        pure modules, no database, no global setup;
 //   integration: through the app, the CLI and the server process, on the database the global
 //                setup chooses (see test/support/global-setup.ts);
+//   citus:       test/citus/ and the integration suites above, through the coordinator of a private
+//                Citus cluster (test/support/citus-global-setup.ts);
 //   browser:     the console (/console) in the Debian chromium, driven by playwright-core, against
 //                the app on a real socket and the same databases (test/browser/).
 export default defineConfig({
@@ -23,6 +43,18 @@ export default defineConfig({
           setupFiles: ['test/support/no-concurrent-client-use.ts', 'test/support/property-seed.ts'],
         },
       },
+      // Only where Citus is installed (../shared/citus/build.sh), so that `npm test` passes on any
+      // machine; CI builds it and asks for the project by name, which fails if it is missing.
+      ...(citusInstalled() ? [{
+        extends: true as const,
+        test: {
+          name: 'citus',
+          // docs/scale-out.md §4 says which suites run here and why the others do not.
+          include: ['test/citus/**/*.test.ts', ...CITUS_INTEGRATION_SUITES.map((name) => `test/integration/${name}.test.ts`)],
+          globalSetup: ['test/support/citus-global-setup.ts'],
+          setupFiles: ['test/support/no-concurrent-client-use.ts', 'test/support/property-seed.ts'],
+        },
+      }] : []),
       {
         extends: true,
         test: {

@@ -3,7 +3,7 @@
 # fails when any commit of main (the first-parent line, so a branch may reshape its own new
 # migrations before it is merged) edits, deletes or renames a file under migrations/ that main
 # already had. Three commits made before this rule existed are listed by hash: the two that edited
-# 0006 and 0007 (migration 0011 repairs what their first versions left behind:
+# 0006 and 0007 (migration 0013 repairs what their first versions left behind:
 # test/integration/migration-history.test.ts), and one that renumbered two migrations of the same
 # stop before any database outside the tests ran them. Run from the
 # repository root; in a shallow clone only the last commit can be checked against its parent.

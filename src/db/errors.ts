@@ -11,6 +11,11 @@ const UNAVAILABLE_SQLSTATES = new Set([
   '57014', // query_canceled (statement_timeout)
   '25P03', // idle_in_transaction_session_timeout
   '25P02', // in_failed_sql_transaction: a connection left inside an aborted transaction (guarded-pool.ts destroys it)
+  // The database rolled the transaction back to break a deadlock or a serialization conflict: run
+  // again, it succeeds. On one PostgreSQL the service's lock order leaves none; on Citus a
+  // distributed deadlock (locks on several nodes' copies of a reference table) is broken this way.
+  '40P01', // deadlock_detected
+  '40001', // serialization_failure
 ]);
 const UNAVAILABLE_NODE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EPIPE', 'EAI_AGAIN', 'ENOENT', 'EHOSTUNREACH', 'ENETUNREACH']);
 
@@ -22,9 +27,20 @@ const UNAVAILABLE_NODE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT
 const UNAVAILABLE_MESSAGES =
   /timeout exceeded when trying to connect|Connection terminated|Client has encountered a connection error|is not queryable|Query read timeout|Postgres connection has been discarded|driver has already been destroyed|connect ECONNREFUSED/i;
 
+/**
+ * Citus: the statement was routed to a shard that a shard split or move (isolate_tenant_to_new_shard,
+ * citus_move_shard_placement) retired while it was on its way. Nothing of it ran; sent again, it is
+ * routed by the new metadata. Citus raises these as internal errors (XX000), by message.
+ */
+const SHARD_MOVED_AWAY = /could not find valid entry for shard|shard \d+ does not exist|could not find (any )?shard placement/i;
+
+export function isShardMovedAway(error: unknown): boolean {
+  return error instanceof Error && SHARD_MOVED_AWAY.test(error.message);
+}
+
 export function isDatabaseUnavailable(error: unknown, depth = 0): boolean {
   if (!(error instanceof Error) || depth > 3) return false;
-  if (error instanceof ConnectionStateError || error instanceof PoolCheckoutTimeout) return true;
+  if (error instanceof ConnectionStateError || error instanceof PoolCheckoutTimeout || isShardMovedAway(error)) return true;
   const { code, severity } = error as { code?: unknown; severity?: unknown };
   // FATAL ends the database session: refused at connect (not accepting connections, too many,
   // authentication) or terminated. Whatever the code, the request can only be retried.
@@ -36,4 +52,24 @@ export function isDatabaseUnavailable(error: unknown, depth = 0): boolean {
   // A host with several addresses fails with an AggregateError of one error per address.
   if (error instanceof AggregateError && error.errors.some((inner) => isDatabaseUnavailable(inner, depth + 1))) return true;
   return error.cause !== undefined && isDatabaseUnavailable(error.cause, depth + 1);
+}
+
+/** A unique key, as the migrations declare it. */
+export interface UniqueKey {
+  constraint: string;
+  columns: readonly string[];
+}
+
+/**
+ * Whether `error` is a unique violation (23505) of `key`. On one PostgreSQL the error names the
+ * constraint. On Citus it comes from a shard, whose constraint names are the table's shortened,
+ * hashed and suffixed with the shard id (`events_account_id_space_id_user_id_session_id_e_53204c41_102129`),
+ * so there the key is recognised by its columns, which the error's detail lists:
+ * `Key (account_id, …, event_id)=(…) already exists.`
+ */
+export function violatesUniqueKey(error: unknown, key: UniqueKey): boolean {
+  const { code, constraint, detail } = error as { code?: unknown; constraint?: unknown; detail?: unknown };
+  if (code !== '23505') return false;
+  if (constraint === key.constraint) return true;
+  return typeof detail === 'string' && detail.startsWith(`Key (${key.columns.join(', ')})=`);
 }

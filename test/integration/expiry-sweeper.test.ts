@@ -193,7 +193,8 @@ describe('sweepExpiredSessions', () => {
     const isLocked = new Promise<void>((resolve) => (locked = resolve));
     // An append in flight holds the session row FOR UPDATE (lockSessionForUpdate) until it commits.
     const holder = t.db.transaction().execute(async (trx) => {
-      await trx.selectFrom('sessions').select('session_id').where('session_id', '=', busy!.sessionId).forUpdate().execute();
+      // By its account too, as the service locks rows: Citus runs FOR UPDATE only on one shard.
+      await trx.selectFrom('sessions').select('session_id').where('account_id', '=', t.account.accountId).where('session_id', '=', busy!.sessionId).forUpdate().execute();
       locked();
       await released;
     });
@@ -240,7 +241,7 @@ describe('startExpirySweeper', () => {
     // Holding the user's counter row keeps the sweep from committing on PostgreSQL; on PGlite
     // the open transaction holds the only connection, so the sweep waits for it instead.
     const holder = t.db.transaction().execute(async (trx) => {
-      await trx.selectFrom('space_users').select('user_id').where('space_id', '=', spaceId).where('user_id', '=', 'u').forUpdate().execute();
+      await trx.selectFrom('space_users').select('user_id').where('account_id', '=', t.account.accountId).where('space_id', '=', spaceId).where('user_id', '=', 'u').forUpdate().execute();
       await released;
     });
     const sweeper = startExpirySweeper(t.db, { intervalMs: 20, batchSize: 10, logger });

@@ -1,6 +1,6 @@
 // Migrations are frozen once committed (src/db/migrate.ts): the migrator records each applied
 // file's checksum and refuses a database whose applied migration differs from today's file, and
-// migration 0011 repairs the two migrations edited before that rule was enforced, so a database
+// migration 0013 repairs the two migrations edited before that rule was enforced, so a database
 // that ran either first version (kept in test/fixtures/migration-history/, taken from git) ends
 // identical to a fresh one.
 import { randomBytes } from 'node:crypto';
@@ -104,7 +104,7 @@ describe('migration history', () => {
     expect(rows.map((row) => row.name)).toEqual(applied);
     for (const row of rows) expect(row.checksum).toMatch(/^[0-9a-f]{64}$/);
     fresh = await catalog(db);
-    // The trigger 0011 repairs is not part of a fresh schema.
+    // The trigger 0013 repairs is not part of a fresh schema.
     expect(fresh.some((entry) => entry.includes('events_appended'))).toBe(false);
   });
 
@@ -128,7 +128,7 @@ describe('migration history', () => {
 
       const applied = await migrateToLatest(db);
       expect(applied[0]).toBe('0008_append_batch_lock_wait');
-      expect(applied).toContain('0011_repair_edited_migrations');
+      expect(applied).toContain('0013_repair_edited_migrations');
       expect(await catalog(db)).toEqual(fresh);
       // Every migration now carries today's checksum, so the next edit of 0006 or 0007 is refused.
       for (const row of await migrationRows(db)) expect(row.checksum).toMatch(/^[0-9a-f]{64}$/);

@@ -5,7 +5,17 @@ export type TestBackend =
    * directory on disk, for tests that run a process on a data directory of their own (copy it).
    */
   | { kind: 'pglite'; snapshot: string; dataDir: string }
-  | { kind: 'postgres'; adminUrl: string; template: string; source: string };
+  | {
+      kind: 'postgres';
+      adminUrl: string;
+      template: string;
+      source: string;
+      /**
+       * On a Citus cluster (test/support/citus-global-setup.ts): the workers' servers, where the
+       * template is cloned too, under the same name as on the coordinator (adminUrl).
+       */
+      workerAdminUrls?: string[];
+    };
 
 declare module 'vitest' {
   export interface ProvidedContext {

@@ -38,7 +38,12 @@ export function findPostgresBinaries(): string | undefined {
   return versions.find((dir) => existsSync(join(dir, 'initdb')));
 }
 
-export async function createPrivateCluster(): Promise<PrivateCluster> {
+export interface PrivateClusterOptions {
+  /** More server settings (`-c name=value`), after the defaults below: e.g. shared_preload_libraries for Citus (private-citus.ts). */
+  settings?: Record<string, string>;
+}
+
+export async function createPrivateCluster(options: PrivateClusterOptions = {}): Promise<PrivateCluster> {
   const bin = findPostgresBinaries();
   if (!bin) throw new Error('initdb and pg_ctl were not found (PATH or /usr/lib/postgresql/<version>/bin)');
   const asRoot = process.getuid?.() === 0;
@@ -89,6 +94,7 @@ export async function createPrivateCluster(): Promise<PrivateCluster> {
     '-c shared_buffers=16MB',
     '-c max_connections=60',
     '-c max_wal_size=256MB',
+    ...Object.entries(options.settings ?? {}).map(([name, value]) => `-c ${name}=${value}`),
   ].join(' ');
 
   const cluster: PrivateCluster = {

@@ -20,7 +20,9 @@ export async function createTestDatabase(options: { poolMax?: number; poolPerAcc
     return { ...handle, dispose: () => handle.close() };
   }
   const name = `ass_test_${randomBytes(6).toString('hex')}`;
-  await adminQuery(backend.adminUrl, `CREATE DATABASE "${name}" TEMPLATE "${backend.template}"`);
+  // On Citus the clone is made on every node (citus-global-setup.ts), the workers' first.
+  const servers = [...(backend.workerAdminUrls ?? []), backend.adminUrl];
+  for (const server of servers) await adminQuery(server, `CREATE DATABASE "${name}" TEMPLATE "${backend.template}"`);
   const handle = await openDatabase({
     kind: 'postgres',
     url: withDatabase(backend.adminUrl, name),
@@ -34,7 +36,7 @@ export async function createTestDatabase(options: { poolMax?: number; poolPerAcc
     ...handle,
     async dispose() {
       await handle.close();
-      await adminQuery(backend.adminUrl, `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+      for (const server of servers.reverse()) await adminQuery(server, `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
     },
   };
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isDatabaseUnavailable } from '../../src/db/errors.js';
+import { isDatabaseUnavailable, violatesUniqueKey } from '../../src/db/errors.js';
 import { ConnectionStateError } from '../../src/db/guarded-pool.js';
 
 const withCode = (message: string, code: string) => Object.assign(new Error(message), { code });
@@ -23,6 +23,10 @@ describe('isDatabaseUnavailable', () => {
     ['pool connect timeout', new Error('timeout exceeded when trying to connect')],
     ['every address refused', new AggregateError([withCode('connect ECONNREFUSED ::1:5432', 'ECONNREFUSED')], 'connect failed')],
     ['wrapped', new Error('append failed', { cause: withCode('x', '08006') })],
+    // Seen on the Citus cluster (test/citus/): retried, each succeeds.
+    ['Citus: a distributed deadlock broken', withCode('canceling the transaction since it was involved in a distributed deadlock', '40P01')],
+    ['a serialization failure', withCode('could not serialize access due to concurrent update', '40001')],
+    ['Citus: routed to a shard a split retired', withCode('could not find valid entry for shard 102134', 'XX000')],
   ])('%s → unavailable', (_, error) => {
     expect(isDatabaseUnavailable(error)).toBe(true);
   });
@@ -34,5 +38,27 @@ describe('isDatabaseUnavailable', () => {
     ['not an error', 'ECONNREFUSED'],
   ])('%s → not unavailable', (_, error) => {
     expect(isDatabaseUnavailable(error)).toBe(false);
+  });
+});
+
+describe('violatesUniqueKey', () => {
+  const key = { constraint: 'events_account_id_space_id_user_id_session_id_event_id_key', columns: ['account_id', 'space_id', 'user_id', 'session_id', 'event_id'] };
+  const violation = (fields: object) => Object.assign(withCode('duplicate key value violates unique constraint', '23505'), fields);
+
+  it('recognises the key by its constraint on one PostgreSQL', () => {
+    expect(violatesUniqueKey(violation({ constraint: key.constraint }), key)).toBe(true);
+  });
+
+  it("recognises it on a Citus shard, whose constraint name is shortened and suffixed, by the detail's columns", () => {
+    const fromShard = violation({
+      constraint: 'events_account_id_space_id_user_id_session_id_e_53204c41_102129',
+      detail: 'Key (account_id, space_id, user_id, session_id, event_id)=(acct-1, space-1, u1, s3, e1) already exists.',
+    });
+    expect(violatesUniqueKey(fromShard, key)).toBe(true);
+  });
+
+  it('refuses another key, and other errors', () => {
+    expect(violatesUniqueKey(violation({ constraint: 'events_pkey', detail: 'Key (account_id, space_id, user_id, session_id, seq)=(a, b, c, d, 1) already exists.' }), key)).toBe(false);
+    expect(violatesUniqueKey(withCode('syntax error', '42601'), key)).toBe(false);
   });
 });

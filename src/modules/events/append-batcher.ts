@@ -18,7 +18,13 @@
 // What never joins a batch: appends that write user: or app: state (they lock shared rows, and
 // batches must hold session rows only, taken in key order, so that two batches cannot deadlock).
 //
-// A locked session holds back only its own appends (issue 19). A batch waits for rows locked
+// On Citus (detected once, with the first batch: src/db/citus.ts) a batch holds the appends of one
+// account only, sent as one call of append_events_of_account() (migrations/0011), which Citus
+// delegates whole to the worker holding the account's shard; the appends of other accounts wait for
+// the next batch. A batch of several accounts would run on the coordinator, one statement at a time
+// to the workers, under two-phase commit.
+//
+// A locked session holds back only its own appends. A batch waits for rows locked
 // elsewhere for at most `lockWaitMs` in all (migrations/0008); an append still waiting then leaves
 // the batch. Every append run again alone goes through its session's queue, outside the batch
 // slots: one call at a time per session, and while a session has a queue its new appends join that
@@ -27,6 +33,8 @@
 // is answered 503 without being sent.
 import { CompiledQuery } from 'kysely';
 import type { Limits } from '../../config.js';
+import { detectCitus } from '../../db/citus.js';
+import { isShardMovedAway } from '../../db/errors.js';
 import type { Database } from '../../db/connect.js';
 import { ConnectionStateError } from '../../db/guarded-pool.js';
 import type { SessionKey } from '../../db/keys.js';
@@ -53,7 +61,11 @@ export interface AppendBatcherOptions {
   aloneDeltaBytes: number;
   /** Shared fairly between accounts (src/lib/account-slots.ts). */
   expensiveSlots: AccountSlots;
+  /** What one batch may hold: appends of any accounts, or of one account (Citus). Detected when left out. */
+  batchScope?: BatchScope | undefined;
 }
+
+export type BatchScope = 'any-accounts' | 'one-account';
 
 /** The batcher an instance with these limits runs, its slow appends in `expensiveSlots`. */
 export const batchingOptions = (limits: Limits, expensiveSlots: AccountSlots): AppendBatcherOptions => ({
@@ -82,14 +94,16 @@ interface BatchRow extends AppendedSession {
 }
 
 const APPEND_EVENTS_BATCH = preparedStatement('append_events_batch', 'SELECT * FROM append_events_batch($1::jsonb, $2, $3)');
+const APPEND_EVENTS_OF_ACCOUNT = preparedStatement('append_events_of_account', 'SELECT * FROM append_events_of_account($1, $2::jsonb, $3, $4)');
 
 // Failures after which no append of the call committed, so each may be run again alone: the call was
 // cancelled (statement timeout) or ran out of lock time as a whole, or its connection carried a
 // transaction someone else began (25P02: aborted; ConnectionStateError: still open, destroyed
 // now). A lost connection is not among them: what committed is unknown, as for one append.
 const ROLLED_BACK_WHOLE = new Set(['57014', '55P03', '25P02']);
+// On Citus, a call routed to a shard a split or move retired meanwhile did nothing either.
 const rolledBackWhole = (error: unknown) =>
-  error instanceof ConnectionStateError || ROLLED_BACK_WHOLE.has((error as { code?: string }).code ?? '');
+  error instanceof ConnectionStateError || isShardMovedAway(error) || ROLLED_BACK_WHOLE.has((error as { code?: string }).code ?? '');
 
 export class AppendBatcher {
   /** Read by /metrics (append_batches_total and the two after it). */
@@ -98,11 +112,20 @@ export class AppendBatcher {
   private inFlight = 0;
   /** The queues of the sessions with an append running alone, by sessionId of the key. */
   private readonly sessionQueues = new Map<string, Waiting[]>();
+  private batchScope: BatchScope | undefined;
+  private detectingScope = false;
 
   constructor(
     private readonly db: Database,
     private readonly options: AppendBatcherOptions,
-  ) {}
+  ) {
+    this.batchScope = options.batchScope;
+  }
+
+  /** What a batch holds; undefined until detected (with the first append that may join a batch). */
+  get scope(): BatchScope | undefined {
+    return this.batchScope;
+  }
 
   /**
    * appendInDatabase's contract: the session after the append, undefined if it is missing, or its
@@ -129,8 +152,9 @@ export class AppendBatcher {
   }
 
   private sendWaiting(): void {
+    if (this.batchScope === undefined) return this.detectScope();
     while (this.inFlight < this.options.concurrency && this.waiting.length > 0) {
-      const batch = this.waiting.splice(0, this.options.maxBatch);
+      const batch = this.takeBatch();
       this.inFlight++;
       // A batch carries several accounts' appends: its connection is no one account's (db/fair-pool.ts).
       void runForNoAccount(() => this.send(batch)).finally(() => {
@@ -138,6 +162,39 @@ export class AppendBatcher {
         this.sendWaiting();
       });
     }
+  }
+
+  /** The next batch: the oldest waiting appends, or on Citus the oldest of the first one's account. */
+  private takeBatch(): Waiting[] {
+    if (this.batchScope !== 'one-account') return this.waiting.splice(0, this.options.maxBatch);
+    const accountId = this.waiting[0]!.key.accountId;
+    const batch: Waiting[] = [];
+    const others: Waiting[] = [];
+    for (const waiting of this.waiting) {
+      (waiting.key.accountId === accountId && batch.length < this.options.maxBatch ? batch : others).push(waiting);
+    }
+    this.waiting.splice(0, this.waiting.length, ...others);
+    return batch;
+  }
+
+  /**
+   * Asks the database once whether it is Citus, then sends what waited meanwhile. If it cannot be
+   * asked (the database is away), the appends waiting go alone and the next one asks again.
+   */
+  private detectScope(): void {
+    if (this.detectingScope) return;
+    this.detectingScope = true;
+    detectCitus(this.db).then(
+      (citus) => {
+        this.detectingScope = false;
+        this.batchScope = citus ? 'one-account' : 'any-accounts';
+        this.sendWaiting();
+      },
+      () => {
+        this.detectingScope = false;
+        for (const waiting of this.waiting.splice(0)) void settle(waiting, this.alone(waiting));
+      },
+    );
   }
 
   /** Resolves when the batch's call is answered; the appends it did not write go on alone, outside the slot. */
@@ -166,9 +223,12 @@ export class AppendBatcher {
 
   private async callBatch(batch: Waiting[]): Promise<BatchRow[]> {
     const appends = batch.map(({ key, events, ifMatch }) => ({ ...key, events, ...(ifMatch ? { ifMatch } : {}) }));
-    const parameters = [JSON.stringify(appends), this.options.stateLimit, this.options.lockWaitMs];
-    const result = await this.db.executeQuery<BatchRow>(CompiledQuery.raw(APPEND_EVENTS_BATCH, parameters));
-    return result.rows;
+    const { stateLimit, lockWaitMs } = this.options;
+    const query =
+      this.batchScope === 'one-account'
+        ? CompiledQuery.raw(APPEND_EVENTS_OF_ACCOUNT, [batch[0]!.key.accountId, JSON.stringify(appends), stateLimit, lockWaitMs])
+        : CompiledQuery.raw(APPEND_EVENTS_BATCH, [JSON.stringify(appends), stateLimit, lockWaitMs]);
+    return (await this.db.executeQuery<BatchRow>(query)).rows;
   }
 
   /** Runs the append alone, after the appends of its session queued before it. */

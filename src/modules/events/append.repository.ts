@@ -3,6 +3,7 @@
 // boundary).
 import { CompiledQuery } from 'kysely';
 import type { Executor } from '../../db/connect.js';
+import { type UniqueKey, isShardMovedAway, violatesUniqueKey } from '../../db/errors.js';
 import { preparedStatement } from '../../db/prepared-statements.js';
 import type { JsonObject, JsonValue } from '../../db/schema.js';
 import { AppError } from '../../errors.js';
@@ -39,7 +40,10 @@ export class StoredEventIdError extends Error {
 // A named statement (src/db/prepared-statements.ts): parsed and planned once per connection.
 const APPEND_EVENTS = preparedStatement('append_events', 'SELECT * FROM append_events($1, $2, $3, $4, $5::jsonb, $6::bigint[], $7)');
 
-const EVENT_ID_CONSTRAINT = 'events_account_id_space_id_user_id_session_id_event_id_key';
+const EVENT_ID_KEY: UniqueKey = {
+  constraint: 'events_account_id_space_id_user_id_session_id_event_id_key',
+  columns: ['account_id', 'space_id', 'user_id', 'session_id', 'event_id'],
+};
 
 /**
  * Appends the events and applies their deltas in one statement; undefined when the session is
@@ -55,18 +59,29 @@ export async function appendInDatabase(
   ifMatch: number[] | undefined,
   stateLimit: number,
 ): Promise<AppendedSession | undefined> {
-  try {
-    const parameters = [key.accountId, key.spaceId, key.userId, key.sessionId, JSON.stringify(events), ifMatch ?? null, stateLimit];
-    const result = await db.executeQuery<AppendedSession>(CompiledQuery.raw(APPEND_EVENTS, parameters));
-    return result.rows[0];
-  } catch (error) {
-    throw translated(error, stateLimit);
+  const parameters = [key.accountId, key.spaceId, key.userId, key.sessionId, JSON.stringify(events), ifMatch ?? null, stateLimit];
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const result = await db.executeQuery<AppendedSession>(CompiledQuery.raw(APPEND_EVENTS, parameters));
+      return result.rows[0];
+    } catch (error) {
+      // On Citus a call routed to a shard that a split or move just retired did nothing: sent again
+      // it goes by the new metadata. Not inside a transaction, which the error has aborted.
+      if (attempt < SHARD_MOVED_ATTEMPTS && !db.isTransaction && isShardMovedAway(error)) {
+        await new Promise((resolve) => setTimeout(resolve, SHARD_MOVED_PAUSE_MS * attempt));
+        continue;
+      }
+      throw translated(error, stateLimit);
+    }
   }
 }
 
+const SHARD_MOVED_ATTEMPTS = 3;
+const SHARD_MOVED_PAUSE_MS = 50;
+
 function translated(error: unknown, stateLimit: number): unknown {
-  const { code, detail, constraint } = error as { code?: string; detail?: string; constraint?: string };
-  if (code === '23505' && constraint === EVENT_ID_CONSTRAINT) return new StoredEventIdError('an eventId of the request is already stored');
+  const { code, detail } = error as { code?: string; detail?: string };
+  if (violatesUniqueKey(error, EVENT_ID_KEY)) return new StoredEventIdError('an eventId of the request is already stored');
   if (code === 'AS412' && detail) return preconditionFailed(Number(detail));
   if (code === 'AS413' && detail) {
     const { scope, stateBytes } = JSON.parse(detail) as { scope: StoredScope; stateBytes: number };

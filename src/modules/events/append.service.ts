@@ -25,7 +25,7 @@ import type { AppendBatcher } from './append-batcher.js';
 import { type AppendedSession, StoredEventIdError, appendInDatabase } from './append.repository.js';
 import { type EventView, toEventView } from './event.model.js';
 import type { SessionKey } from '../../db/keys.js';
-import { findEventsByEventIds, lockSessionForUpdate } from './events.repository.js';
+import { findEventsByEventIds, findLiveSessionId, lockSessionForUpdate } from './events.repository.js';
 import type { AppendEventsBody } from './events.schemas.js';
 
 export interface AppendEventsResult {
@@ -91,9 +91,17 @@ async function appendNew(
 ): Promise<AppendEventsResult> {
   const documents = events.map(eventDocument);
   const deltaBytes = events.reduce((sum, event) => sum + event.deltaBytes, 0);
-  const session = batcher
-    ? await batcher.append(key, documents, revisionsOf(ifMatch), deltaBytes)
-    : await appendInDatabase(db, key, documents, revisionsOf(ifMatch), limits.stateBytes);
+  const send = () =>
+    batcher
+      ? batcher.append(key, documents, revisionsOf(ifMatch), deltaBytes)
+      : appendInDatabase(db, key, documents, revisionsOf(ifMatch), limits.stateBytes);
+  let session = await send();
+  // The session was not found. On Citus that can be a shard split just committed: for a moment the
+  // account's new shard is routed to before its copied rows are visible (test/citus/tenant-move.test.ts
+  // saw it). If the session is there a moment later, the append is sent again. Only the 404 path
+  // pays for this; on one PostgreSQL the session found now was created meanwhile, and appending to
+  // it is what the caller asked for.
+  if (!session && (await sessionAppearsAfterAPause(db, key))) session = await send();
   if (!session) throw await sessionNotFound(db, key);
   const written = writtenViews(documents, session);
   return appended(key, session, events, documents.map((_, index) => written(index)));
@@ -130,6 +138,13 @@ async function appendUnderLock(
     const answers = plan.answers.map((answer) => ('stored' in answer ? toEventView(answer.stored) : written(answer.fresh)));
     return appended(key, session, plan.fresh, answers);
   });
+}
+
+const MISSING_SESSION_RECHECK_MS = 50;
+
+async function sessionAppearsAfterAPause(db: Database, key: SessionKey): Promise<boolean> {
+  await new Promise((resolve) => setTimeout(resolve, MISSING_SESSION_RECHECK_MS));
+  return (await findLiveSessionId(db, key)) !== undefined;
 }
 
 /** The view of the i-th event written: its seq follows from the session's new count, its time is the append's. */

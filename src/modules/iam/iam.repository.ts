@@ -61,7 +61,11 @@ export async function upsertPolicy(trx: Transaction<DB>, accountId: string, prin
   return trx
     .insertInto('policies')
     .values({ account_id: accountId, principal_id: principalId, statements: json, update_time: NOW_MS })
-    .onConflict((oc) => oc.columns(['account_id', 'principal_id']).doUpdateSet({ statements: json, update_time: NOW_MS }))
+    .onConflict((oc) =>
+      // excluded.update_time, not NOW_MS again: Citus refuses a function that is not IMMUTABLE in the
+      // DO UPDATE SET of a distributed (here reference) table; the value is the same.
+      oc.columns(['account_id', 'principal_id']).doUpdateSet({ statements: json, update_time: (eb) => eb.ref('excluded.update_time') }),
+    )
     .returningAll()
     .executeTakeFirstOrThrow();
 }

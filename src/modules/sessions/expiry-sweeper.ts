@@ -75,16 +75,18 @@ async function sweepAccount(db: Database, accountId: string, candidates: Candida
     const perUser = countPerUser(removed);
     const users = perUser.map((user) => sql`(${user.accountId}, ${user.spaceId}, ${user.userId})`);
     // A fixed lock order (the primary key's) for the counters: see the comment above.
+    // account_id = the account as well: Citus takes row locks only in a statement it can route to
+    // one shard, which it does by an equality on the distribution column, not by a tuple IN list.
     await sql`
       SELECT 1 FROM space_users
-      WHERE (account_id, space_id, user_id) IN (${sql.join(users)})
+      WHERE account_id = ${accountId} AND (account_id, space_id, user_id) IN (${sql.join(users)})
       ORDER BY account_id, space_id, user_id
       FOR UPDATE`.execute(trx);
     const decrements = perUser.map((user) => sql`(${user.accountId}, ${user.spaceId}, ${user.userId}, ${user.count}::bigint)`);
     await sql`
       UPDATE space_users AS u SET session_count = u.session_count - d.removed
       FROM (VALUES ${sql.join(decrements)}) AS d (account_id, space_id, user_id, removed)
-      WHERE u.account_id = d.account_id AND u.space_id = d.space_id AND u.user_id = d.user_id`.execute(trx);
+      WHERE u.account_id = ${accountId} AND u.account_id = d.account_id AND u.space_id = d.space_id AND u.user_id = d.user_id`.execute(trx);
     return removed.length;
   });
 }

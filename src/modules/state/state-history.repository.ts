@@ -106,24 +106,24 @@ export async function writeStateCheckpoint(db: Executor, key: SessionKey, seq: n
  */
 export async function replaySessionState(db: Executor, key: SessionKey, beforeSeq: number): Promise<ReplayedState | undefined> {
   const { accountId, spaceId, userId, sessionId } = key;
+  // Every table is filtered by the account's constant and the lateral subqueries have a FROM, so
+  // that Citus plans the whole statement for the account's shard (a router plan); with a CTE read
+  // from a subquery without FROM it refused it ("cannot push down this subquery").
   const result = await sql<{ state: JsonObject; initial_state_known: boolean; from_seq: string; events_folded: string }>`
-    WITH base AS (
+    SELECT s.initial_state IS NOT NULL AS initial_state_known, COALESCE(base.seq, 0) AS from_seq, folded.events AS events_folded,
+           apply_state_deltas(COALESCE(base.state, s.initial_state, '{}'::jsonb), folded.deltas) AS state
+    FROM sessions AS s
+    LEFT JOIN LATERAL (
       SELECT c.seq, c.state FROM state_checkpoints AS c
       WHERE c.account_id = ${accountId} AND c.space_id = ${spaceId} AND c.user_id = ${userId} AND c.session_id = ${sessionId}
         AND c.seq < ${beforeSeq}
       ORDER BY c.seq DESC LIMIT 1
-    )
-    SELECT s.initial_state IS NOT NULL AS initial_state_known, start.seq AS from_seq, folded.events AS events_folded,
-           apply_state_deltas(start.state, folded.deltas) AS state
-    FROM sessions AS s
-    CROSS JOIN LATERAL (
-      SELECT COALESCE((SELECT seq FROM base), 0) AS seq, COALESCE((SELECT state FROM base), s.initial_state, '{}'::jsonb) AS state
-    ) AS start
+    ) AS base ON true
     CROSS JOIN LATERAL (
       SELECT count(*) AS events, ${deltasOf('e')} AS deltas
       FROM events AS e
-      WHERE e.account_id = s.account_id AND e.space_id = s.space_id AND e.user_id = s.user_id AND e.session_id = s.session_id
-        AND e.seq > start.seq AND e.seq < ${beforeSeq}
+      WHERE e.account_id = ${accountId} AND e.space_id = ${spaceId} AND e.user_id = ${userId} AND e.session_id = ${sessionId}
+        AND e.seq > COALESCE(base.seq, 0) AND e.seq < ${beforeSeq}
     ) AS folded
     WHERE s.account_id = ${accountId} AND s.space_id = ${spaceId} AND s.user_id = ${userId} AND s.session_id = ${sessionId}
       AND ${sql.raw(sessionNotExpiredText('s'))}

@@ -1,0 +1,133 @@
+// deploy/citus/distribute.sql on the real cluster: from an empty database and from one that holds
+// data (a single-node deployment moving to Citus), run twice with psql, then the catalog: the
+// partition kinds and one colocation group, the layout rules (test/support/citus-layout.ts) on the
+// live schema, and the rows copied into shards on the workers, none lost.
+import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { type Kysely, sql } from 'kysely';
+import { afterAll, describe, expect, inject, it } from 'vitest';
+import { buildApp } from '../../src/app.js';
+import { DEFAULT_LIMITS } from '../../src/config.js';
+import { type DatabaseHandle, openDatabase } from '../../src/db/connect.js';
+import { migrateToLatest } from '../../src/db/migrate.js';
+import { createAccount } from '../../src/modules/accounts/accounts.service.js';
+import { citusLayoutViolations, readCitusLayout } from '../support/citus-layout.js';
+import { createCitusDatabase, dropCitusDatabase, nodeUrl, query, runPsqlFile } from '../support/private-citus.js';
+import { TEST_PAGE_TOKEN_KEY } from '../support/test-app.js';
+
+const DISTRIBUTE_SQL = fileURLToPath(new URL('../../deploy/citus/distribute.sql', import.meta.url));
+const TENANT_TABLES = ['session_spaces', 'space_users', 'sessions', 'events', 'state_checkpoints'];
+const REFERENCE_TABLES = ['accounts', 'principals', 'credentials', 'policies'];
+const ALL_TABLES = [...REFERENCE_TABLES, ...TENANT_TABLES];
+
+const nodes = inject('citusNodes');
+const coordinatorPort = nodes[0]!.port;
+const created: string[] = [];
+const handles: DatabaseHandle[] = [];
+
+afterAll(async () => {
+  for (const handle of handles) await handle.close();
+  for (const name of created) await dropCitusDatabase(nodes, name);
+});
+
+/** A new database on every node, migrated on the coordinator as `npm run migrate` does, not yet distributed. */
+async function migratedDatabase(): Promise<{ name: string; handle: DatabaseHandle }> {
+  const name = `ass_distribute_${randomBytes(4).toString('hex')}`;
+  created.push(name);
+  await createCitusDatabase(nodes, name);
+  const handle = await openDatabase({ kind: 'postgres', url: nodeUrl(coordinatorPort, name), poolMax: 4, statementTimeoutMs: 120_000, connectTimeoutMs: 10_000 });
+  handles.push(handle);
+  await migrateToLatest(handle.db);
+  return { name, handle };
+}
+
+async function rowCounts(db: Kysely<unknown>): Promise<Record<string, number>> {
+  const counts: Record<string, number> = {};
+  for (const table of ALL_TABLES) {
+    counts[table] = Number((await sql<{ n: string }>`SELECT count(*) AS n FROM ${sql.table(table)}`.execute(db)).rows[0]!.n);
+  }
+  return counts;
+}
+
+async function expectTheLayout(db: Kysely<unknown>): Promise<void> {
+  const partitions = (
+    await sql<{ table: string; partmethod: string; repmodel: string; colocationid: number }>`
+      SELECT logicalrelid::text AS table, partmethod, repmodel, colocationid FROM pg_dist_partition ORDER BY 1`.execute(db)
+  ).rows;
+  expect(partitions.map((p) => p.table).sort()).toEqual([...ALL_TABLES].sort());
+  for (const table of TENANT_TABLES) expect(partitions.find((p) => p.table === table)).toMatchObject({ partmethod: 'h' });
+  // 'n' with two-phase replication ('t') is a reference table; a Citus local table would be 'n' with 's'.
+  for (const table of REFERENCE_TABLES) expect(partitions.find((p) => p.table === table)).toMatchObject({ partmethod: 'n', repmodel: 't' });
+  expect(new Set(partitions.filter((p) => p.partmethod === 'h').map((p) => p.colocationid)).size).toBe(1);
+  // The append functions are distributed by their first argument (p_account_id), colocated with sessions.
+  const functions = (
+    await sql<{ name: string; argument: number; colocated: boolean }>`
+      SELECT objid::regprocedure::text AS name, distribution_argument_index AS argument,
+             colocationid = (SELECT colocationid FROM pg_dist_partition WHERE logicalrelid = 'sessions'::regclass) AS colocated
+      FROM pg_dist_object WHERE classid = 'pg_proc'::regclass AND distribution_argument_index IS NOT NULL ORDER BY 1`.execute(db)
+  ).rows;
+  expect(functions).toEqual([
+    { name: 'append_events(text,text,text,text,jsonb,bigint[],integer)', argument: 0, colocated: true },
+    { name: 'append_events_of_account(text,jsonb,integer,integer)', argument: 0, colocated: true },
+  ]);
+  // The rules the layout test checks on one PostgreSQL hold on the distributed schema too.
+  expect(await citusLayoutViolations(db, 'public', readCitusLayout(DISTRIBUTE_SQL, ['kysely_migration', 'kysely_migration_lock']))).toEqual([]);
+}
+
+describe('distribute.sql on a Citus cluster', () => {
+  it('distributes an empty database, and a second run changes nothing', async () => {
+    const { name, handle } = await migratedDatabase();
+    await runPsqlFile(coordinatorPort, name, DISTRIBUTE_SQL);
+    const db = handle.db as unknown as Kysely<unknown>;
+    await expectTheLayout(db);
+    const shardsBefore = await query(nodeUrl(coordinatorPort, name), 'SELECT shardid, nodeport FROM citus_shards ORDER BY 1, 2');
+    await runPsqlFile(coordinatorPort, name, DISTRIBUTE_SQL);
+    await expectTheLayout(db);
+    expect(await query(nodeUrl(coordinatorPort, name), 'SELECT shardid, nodeport FROM citus_shards ORDER BY 1, 2')).toEqual(shardsBefore);
+  });
+
+  it('distributes a database that holds data: every row is copied into the shards, none lost, and the service goes on', async () => {
+    const { name, handle } = await migratedDatabase();
+    // A single-node deployment's data: accounts with sessions, events, user and space state, a sub-account.
+    const app = await buildApp({ db: handle.db, limits: DEFAULT_LIMITS, pageTokenKey: TEST_PAGE_TOKEN_KEY, logger: false });
+    const accounts = [];
+    for (let a = 0; a < 4; a++) accounts.push(await createAccount(handle.db, `moving-${a}`));
+    const call = (token: string, method: 'GET' | 'POST', url: string, payload?: object) =>
+      app.inject({ method, url, payload, headers: { authorization: `Bearer ${token}` } });
+    for (const account of accounts) {
+      const token = account.rootCredential.token;
+      const base = `/v1/spaces/${account.defaultSpaceId}/users/u1/sessions`;
+      expect((await call(token, 'POST', '/v1/iam/subaccounts', { name: 'reader' })).statusCode).toBe(201);
+      for (let s = 0; s < 3; s++) {
+        expect((await call(token, 'POST', base, { sessionId: `s${s}` })).statusCode).toBe(201);
+        const events = Array.from({ length: 5 }, (_, i) => ({ author: 'user', actions: { stateDelta: { [`k${i}`]: i, 'user:seen': i, 'app:last': s } } }));
+        expect((await call(token, 'POST', `${base}/s${s}/events`, { events })).statusCode).toBe(201);
+      }
+    }
+    const db = handle.db as unknown as Kysely<unknown>;
+    const before = await rowCounts(db);
+    expect(before).toMatchObject({ accounts: 4, sessions: 12, events: 60 });
+
+    await runPsqlFile(coordinatorPort, name, DISTRIBUTE_SQL);
+    await runPsqlFile(coordinatorPort, name, DISTRIBUTE_SQL);
+    await expectTheLayout(db);
+    expect(await rowCounts(db)).toEqual(before);
+    // The rows are in the shards, on both workers.
+    const placed = await query<{ nodeport: number; rows: string }>(
+      nodeUrl(coordinatorPort, name),
+      `SELECT s.nodeport, sum(r.result::bigint) AS rows
+       FROM run_command_on_shards('events', 'SELECT count(*) FROM %s') r JOIN citus_shards s USING (shardid)
+       GROUP BY 1 ORDER BY 1`,
+    );
+    expect(placed.map((p) => p.nodeport).sort()).toEqual(nodes.slice(1).map((n) => n.port).sort());
+    expect(placed.reduce((sum, p) => sum + Number(p.rows), 0)).toBe(60);
+
+    // The service goes on where it stopped: the next append of a session is seq 6, its state intact.
+    const [first] = accounts;
+    const appended = await call(first!.rootCredential.token, 'POST', `/v1/spaces/${first!.defaultSpaceId}/users/u1/sessions/s0/events`, { author: 'user' });
+    expect(appended.statusCode).toBe(201);
+    expect(appended.json().events[0].seq).toBe(6);
+    expect(appended.json().session.state).toMatchObject({ k0: 0, k4: 4, 'user:seen': 4, 'app:last': 2 });
+    await app.close();
+  });
+});
