@@ -6,7 +6,7 @@ import type { AppendDeps } from './modules/events/append.service.js';
 import { eventsRoutes } from './modules/events/events.routes.js';
 import { iamRoutes } from './modules/iam/iam.routes.js';
 import { sessionsRoutes } from './modules/sessions/sessions.routes.js';
-import { stateHistoryRoutes } from './modules/state/state-history.routes.js';
+import { stateHistoryRoutes } from './modules/events/state-history.routes.js';
 import { spacesRoutes } from './modules/spaces/spaces.routes.js';
 import { transferRoutes } from './modules/transfer/transfer.routes.js';
 import { usersRoutes } from './modules/users/users.routes.js';

@@ -8,8 +8,8 @@ import type { JsonObject, JsonValue } from '../../db/schema.js';
 import { AppError } from '../../errors.js';
 import { preconditionFailed } from '../../lib/preconditions.js';
 import type { SessionKey } from '../../db/keys.js';
-import { stateLimitExceeded } from '../state/shared-state.js';
-import type { StoredScope } from '../state/scoped-state.js';
+import { stateLimitExceeded } from '../state/index.js';
+import type { StoredScope } from '../state/index.js';
 import type { EventDocument } from './append-plan.js';
 
 /** The session after the append, with its user's and space's state, and the sizes the limit measured. */
