@@ -4,32 +4,16 @@
 import { CompiledQuery } from 'kysely';
 import type { Executor } from '../../db/connect.js';
 import { preparedStatement } from '../../db/prepared-statements.js';
-import type { JsonObject, JsonValue } from '../../db/schema.js';
+import { CONSTRAINT, SQLSTATE } from '../../db/sqlstate.js';
 import { AppError } from '../../errors.js';
 import { preconditionFailed } from '../../lib/preconditions.js';
 import type { SessionKey } from '../../db/keys.js';
 import { stateLimitExceeded } from '../state/index.js';
 import type { StoredScope } from '../state/index.js';
+import { APPEND_ANSWER_COLUMNS, type AppendedSession } from './append-answer.js';
 import type { EventDocument } from './append-plan.js';
 
-/** The session after the append, with its user's and space's state, and the sizes the limit measured. */
-export interface AppendedSession {
-  title: string;
-  metadata: Record<string, string>;
-  state: JsonObject;
-  memo: JsonValue | null;
-  window_start_seq: number;
-  event_count: number;
-  revision: number;
-  create_time: Date;
-  update_time: Date;
-  expire_time: Date | null;
-  user_state: JsonObject;
-  app_state: JsonObject;
-  session_bytes: number | null;
-  user_bytes: number | null;
-  app_bytes: number | null;
-}
+export type { AppendedSession } from './append-answer.js';
 
 /** append_events() found an eventId of the request already stored (unique violation): nothing was written. */
 export class StoredEventIdError extends Error {
@@ -37,9 +21,10 @@ export class StoredEventIdError extends Error {
 }
 
 // A named statement (src/db/prepared-statements.ts): parsed and planned once per connection.
-const APPEND_EVENTS = preparedStatement('append_events', 'SELECT * FROM append_events($1, $2, $3, $4, $5::jsonb, $6::bigint[], $7)');
-
-const EVENT_ID_CONSTRAINT = 'events_account_id_space_id_user_id_session_id_event_id_key';
+const APPEND_EVENTS = preparedStatement(
+  'append_events',
+  `SELECT ${APPEND_ANSWER_COLUMNS.join(', ')} FROM append_events($1, $2, $3, $4, $5::jsonb, $6::bigint[], $7)`,
+);
 
 /**
  * Appends the events and applies their deltas in one statement; undefined when the session is
@@ -66,7 +51,7 @@ export async function appendInDatabase(
 
 function translated(error: unknown, stateLimit: number): unknown {
   const { code, detail, constraint } = error as { code?: string; detail?: string; constraint?: string };
-  if (code === '23505' && constraint === EVENT_ID_CONSTRAINT) return new StoredEventIdError('an eventId of the request is already stored');
+  if (code === SQLSTATE.uniqueViolation && constraint === CONSTRAINT.eventIdUnique) return new StoredEventIdError('an eventId of the request is already stored');
   if (code === 'AS412' && detail) return preconditionFailed(Number(detail));
   if (code === 'AS413' && detail) {
     const { scope, stateBytes } = JSON.parse(detail) as { scope: StoredScope; stateBytes: number };
