@@ -46,11 +46,12 @@ const noDeepImport = {
     docs: { description: 'A module imports another module only through its index.js.' },
     schema: [],
     messages: {
-      deep: "Module '{{from}}' imports '{{source}}', inside module '{{to}}': import '../{{to}}/index.js' (add what you need to its public entry).",
+      deep: "'{{from}}' imports '{{source}}', inside module '{{to}}': import its index.js instead (add what you need to that public entry).",
     },
   },
   create(context) {
-    const self = moduleOf(context.filename);
+    // A module's files, and the wiring outside the modules (src/app.ts, src/routes.ts, src/cli …).
+    const self = moduleOf(context.filename) ?? (/[\\/]src[\\/]/.test(context.filename) ? { name: 'src' } : undefined);
     if (!self) return {};
     return onImports((node, source) => {
       const target = resolveImport(context.filename, source);

@@ -45,6 +45,12 @@ describe('boundaries/no-deep-import', () => {
     );
     expect(problems).toEqual([]);
   });
+
+  it("forbids the wiring outside the modules (src/app.ts …) a module's inner file", async () => {
+    const problems = await boundaryProblems('src/snippet.ts', "import { createAppendPath } from './modules/events/append.service.js';\nexport const f = createAppendPath;\n");
+    expect(problems.map((p) => p.rule)).toEqual(['boundaries/no-deep-import']);
+    expect(await boundaryProblems('src/snippet.ts', "import { createAppendPath } from './modules/events/index.js';\nexport const f = createAppendPath;\n")).toEqual([]);
+  });
 });
 
 describe('boundaries/no-repository-in-entry', () => {

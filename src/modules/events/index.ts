@@ -5,3 +5,10 @@ export type { AppendDeps, AppendPath } from './append.service.js';
 export { Event, type EventView, toEventView } from './event.model.js';
 export { EventInput, type EventInputValue, ListEventsQuery } from './events.schemas.js';
 export { listSessionEvents } from './events.service.js';
+// For the wiring (src/app.ts, src/routes.ts).
+export { batchingOptions, createAppendBatcher } from './append-batcher.js';
+export { createAppendPath } from './append.service.js';
+export { EVENT_STREAM_ACTION, eventStreamRoutes } from './event-stream.routes.js';
+export { createEventStreams } from './event-stream.service.js';
+export { eventsRoutes } from './events.routes.js';
+export { stateHistoryRoutes } from './state-history.routes.js';

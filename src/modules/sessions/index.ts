@@ -14,3 +14,6 @@ export {
 } from './session-rows.service.js';
 export { sessionSchemas } from './sessions.schemas.js';
 export { MEMO_MAX_BYTES, createSession, deleteSession, describeSession, listSessions, modifySession, readSessionView } from './sessions.service.js';
+// For the wiring (src/routes.ts, src/server.ts).
+export { type ExpirySweeper, startExpirySweeper } from './expiry-sweeper.js';
+export { sessionsRoutes } from './sessions.routes.js';

@@ -3,3 +3,5 @@
 export { findSpaceOrThrow, spaceNotFound } from './space-lookup.js';
 export { CreateSpaceBody, ModifySpaceBody, type SpaceView } from './spaces.schemas.js';
 export { createSpace, deleteSpace, describeSpace, listSpacesAtOffset, modifySpace } from './spaces.service.js';
+// For the wiring (src/routes.ts).
+export { spacesRoutes } from './spaces.routes.js';
