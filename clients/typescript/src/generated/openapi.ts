@@ -568,6 +568,69 @@ export interface components {
              */
             updateTime: string;
         };
+        SpacePermissions: {
+            spaceId: string;
+            /**
+             * @description root: the account itself, allowed everything; sub: a sub-account, allowed what its policy says.
+             * @enum {string}
+             */
+            principalKind: "root" | "sub";
+            /** @description The session actions the caller may perform on this space, as its policy evaluates them now. */
+            actions: ("session:CreateSessionSpace" | "session:DescribeSessionSpaces" | "session:ModifySessionSpace" | "session:DeleteSessionSpace" | "session:CreateSession" | "session:DescribeSessions" | "session:ModifySession" | "session:DeleteSession" | "session:AppendEvent" | "session:DescribeEvents" | "session:ExportSession" | "session:ImportSession")[];
+        };
+        Event: {
+            /** @description Server-assigned position in the session: 1, 2, 3 … without gaps. */
+            seq: number;
+            eventId: string;
+            invocationId?: string;
+            author: string;
+            content?: {
+                /** @description Usually "user" or "model". */
+                role?: string;
+                parts: {
+                    text?: string;
+                    /** @description true when the text is the model's reasoning rather than its answer. */
+                    thought?: boolean;
+                    functionCall?: {
+                        id?: string;
+                        name: string;
+                        args: components["schemas"]["JsonObject"];
+                    };
+                    functionResponse?: {
+                        id?: string;
+                        name: string;
+                        response: components["schemas"]["JsonObject"];
+                    };
+                    inlineData?: {
+                        mimeType: string;
+                        data: string;
+                    };
+                }[];
+            };
+            actions?: {
+                /** @description Applied to the session state in the same transaction as the append. */
+                stateDelta?: components["schemas"]["JsonObject"];
+                /**
+                 * @description merge-patch (default): RFC 7396, null deletes a key. replace: top-level keys are replaced whole, null is stored.
+                 * @enum {string}
+                 */
+                stateDeltaMode?: "merge-patch" | "replace";
+            };
+            metadata?: components["schemas"]["JsonObject"];
+            extensions?: components["schemas"]["JsonObject"];
+            errorCode?: string;
+            errorMessage?: string;
+            /**
+             * Format: date-time
+             * @description The client's timestamp as given (default: server time); used only for filtering.
+             */
+            timestamp: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC timestamp with millisecond precision.
+             */
+            createTime: string;
+        };
         Session: {
             spaceId: string;
             userId: string;
@@ -623,59 +686,6 @@ export interface components {
             updateTime: string;
             expireTime: string | null;
         };
-        Event: {
-            /** @description Server-assigned position in the session: 1, 2, 3 … without gaps. */
-            seq: number;
-            eventId: string;
-            invocationId?: string;
-            author: string;
-            content?: {
-                /** @description Usually "user" or "model". */
-                role?: string;
-                parts: {
-                    text?: string;
-                    /** @description true when the text is the model's reasoning rather than its answer. */
-                    thought?: boolean;
-                    functionCall?: {
-                        id?: string;
-                        name: string;
-                        args: components["schemas"]["JsonObject"];
-                    };
-                    functionResponse?: {
-                        id?: string;
-                        name: string;
-                        response: components["schemas"]["JsonObject"];
-                    };
-                    inlineData?: {
-                        mimeType: string;
-                        data: string;
-                    };
-                }[];
-            };
-            actions?: {
-                /** @description Applied to the session state in the same transaction as the append. */
-                stateDelta?: components["schemas"]["JsonObject"];
-                /**
-                 * @description merge-patch (default): RFC 7396, null deletes a key. replace: top-level keys are replaced whole, null is stored.
-                 * @enum {string}
-                 */
-                stateDeltaMode?: "merge-patch" | "replace";
-            };
-            metadata?: components["schemas"]["JsonObject"];
-            extensions?: components["schemas"]["JsonObject"];
-            errorCode?: string;
-            errorMessage?: string;
-            /**
-             * Format: date-time
-             * @description The client's timestamp as given (default: server time); used only for filtering.
-             */
-            timestamp: string;
-            /**
-             * Format: date-time
-             * @description RFC 3339 UTC timestamp with millisecond precision.
-             */
-            createTime: string;
-        };
         AppendEvent: {
             /** @description Unique per session; generated when absent. Resending an event with the same id and payload is a safe retry. */
             eventId?: string;
@@ -723,6 +733,30 @@ export interface components {
              * @description RFC 3339; stored as given (at millisecond precision), default server time.
              */
             timestamp?: string;
+        };
+        StateChange: {
+            /** @description The keys from the top of the state down to the value that changed. */
+            path: string[];
+            /** @enum {string} */
+            kind: "added" | "removed" | "changed";
+            /** @description The value before the event (absent when added). */
+            before?: components["schemas"]["JsonValue"];
+            /** @description The value after the event (absent when removed). */
+            after?: components["schemas"]["JsonValue"];
+        };
+        StateAtEvent: {
+            event: components["schemas"]["Event"];
+            /** @description The session-scoped state right after the event. */
+            state: components["schemas"]["JsonObject"];
+            /** @description What the event changed in the session-scoped state, value by value. */
+            changes: components["schemas"]["StateChange"][];
+            /** @description The event's delta to the shared `user:` and `app:` states. Their values at that time are not kept: other sessions write them too. */
+            sharedDelta: {
+                user: components["schemas"]["JsonObject"];
+                app: components["schemas"]["JsonObject"];
+            };
+            /** @description false for sessions created before this service kept initial states, and for imported sessions: the replay then starts from {}. */
+            initialStateKnown: boolean;
         };
         SubAccount: {
             /** @description sub-<uuid>, generated by the server. */
@@ -776,40 +810,6 @@ export interface components {
              * @description RFC 3339 UTC timestamp with millisecond precision.
              */
             createTime: string;
-        };
-        StateChange: {
-            /** @description The keys from the top of the state down to the value that changed. */
-            path: string[];
-            /** @enum {string} */
-            kind: "added" | "removed" | "changed";
-            /** @description The value before the event (absent when added). */
-            before?: components["schemas"]["JsonValue"];
-            /** @description The value after the event (absent when removed). */
-            after?: components["schemas"]["JsonValue"];
-        };
-        StateAtEvent: {
-            event: components["schemas"]["Event"];
-            /** @description The session-scoped state right after the event. */
-            state: components["schemas"]["JsonObject"];
-            /** @description What the event changed in the session-scoped state, value by value. */
-            changes: components["schemas"]["StateChange"][];
-            /** @description The event's delta to the shared `user:` and `app:` states. Their values at that time are not kept: other sessions write them too. */
-            sharedDelta: {
-                user: components["schemas"]["JsonObject"];
-                app: components["schemas"]["JsonObject"];
-            };
-            /** @description false for sessions created before this service kept initial states, and for imported sessions: the replay then starts from {}. */
-            initialStateKnown: boolean;
-        };
-        SpacePermissions: {
-            spaceId: string;
-            /**
-             * @description root: the account itself, allowed everything; sub: a sub-account, allowed what its policy says.
-             * @enum {string}
-             */
-            principalKind: "root" | "sub";
-            /** @description The session actions the caller may perform on this space, as its policy evaluates them now. */
-            actions: ("session:CreateSessionSpace" | "session:DescribeSessionSpaces" | "session:ModifySessionSpace" | "session:DeleteSessionSpace" | "session:CreateSession" | "session:DescribeSessions" | "session:ModifySession" | "session:DeleteSession" | "session:AppendEvent" | "session:DescribeEvents" | "session:ExportSession" | "session:ImportSession")[];
         };
         SessionExport: {
             /** @constant */
