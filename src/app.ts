@@ -27,12 +27,15 @@ import type { AppDeps, ZodApp } from './http/zod-app.js';
 import type { EventStreamCounts, PoolStats } from './lib/metrics-registry.js';
 import { PageTokens } from './lib/page-token.js';
 import { createAccountSlots } from './lib/account-slots.js';
-import { authenticate } from './modules/accounts/index.js';
-import { batchingOptions, createAppendBatcher } from './modules/events/index.js';
-import { type AppendDeps, createAppendPath } from './modules/events/index.js';
-import { EVENT_STREAM_ACTION } from './modules/events/index.js';
-import { createEventStreams } from './modules/events/index.js';
-import type { ListeningCredentialCache } from './modules/accounts/index.js';
+import { authenticate, type ListeningCredentialCache } from './modules/accounts/index.js';
+import {
+  batchingOptions,
+  createAppendBatcher,
+  type AppendDeps,
+  createAppendPath,
+  EVENT_STREAM_ACTION,
+  createEventStreams,
+} from './modules/events/index.js';
 import { healthRoutes } from './modules/health/index.js';
 import { findSpaceOrThrow } from './modules/spaces/index.js';
 import { tencentApiRoutes } from './modules/tencent/index.js';

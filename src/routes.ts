@@ -1,12 +1,9 @@
 // The /v1 API: one line per feature module.
 import type { AppDeps, ZodApp } from './http/zod-app.js';
 import { contextRoutes } from './modules/context/index.js';
-import { eventStreamRoutes } from './modules/events/index.js';
-import type { AppendDeps } from './modules/events/index.js';
-import { eventsRoutes } from './modules/events/index.js';
+import { eventStreamRoutes, type AppendDeps, eventsRoutes, stateHistoryRoutes } from './modules/events/index.js';
 import { iamRoutes } from './modules/iam/index.js';
 import { sessionsRoutes } from './modules/sessions/index.js';
-import { stateHistoryRoutes } from './modules/events/index.js';
 import { spacesRoutes } from './modules/spaces/index.js';
 import { transferRoutes } from './modules/transfer/index.js';
 import { usersRoutes } from './modules/users/index.js';

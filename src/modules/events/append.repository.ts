@@ -8,8 +8,7 @@ import { CONSTRAINT, SQLSTATE } from '../../db/sqlstate.js';
 import { AppError } from '../../errors.js';
 import { preconditionFailed } from '../../lib/preconditions.js';
 import type { SessionKey } from '../../db/keys.js';
-import { stateLimitExceeded } from '../state/index.js';
-import type { StoredScope } from '../state/index.js';
+import { stateLimitExceeded, type StoredScope } from '../state/index.js';
 import { APPEND_ANSWER_COLUMNS, type AppendedSession } from './append-answer.js';
 import type { EventDocument } from './append-plan.js';
 

@@ -13,8 +13,7 @@ import type { SingleFlight } from '../../lib/single-flight.js';
 import { type EventView, toEventView } from './event.model.js';
 import { findEventBySeq } from './events.repository.js';
 import { sessionNotFound } from '../sessions/index.js';
-import { splitByScope } from '../state/index.js';
-import { type StateDeltaMode, applyStateDelta } from '../state/index.js';
+import { splitByScope, type StateDeltaMode, applyStateDelta } from '../state/index.js';
 import { latestCheckpointSeq, replaySessionState, writeStateCheckpoint } from './state-history.repository.js';
 
 /**

@@ -2,8 +2,7 @@
 import { z } from 'zod';
 import type { SessionRow } from '../../db/schema.js';
 import { JsonObject, JsonValue, Timestamp } from '../../http/schemas.js';
-import { mergedStateView } from '../state/index.js';
-import type { SharedStates } from '../state/index.js';
+import { mergedStateView, type SharedStates } from '../state/index.js';
 
 export const Session = z
   .object({

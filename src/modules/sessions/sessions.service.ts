@@ -8,9 +8,15 @@ import type { PageTokens } from '../../lib/page-token.js';
 import { type IfMatch, assertIfMatch, etagOf } from '../../lib/preconditions.js';
 import { newSessionId } from '../../lib/ids.js';
 import { findSpaceOrThrow } from '../spaces/index.js';
-import { assertStateWithinLimit, lockSharedStates, saveSharedStates } from '../state/index.js';
-import { applyMergePatch } from '../state/index.js';
-import { applyScopedDelta, scopesTouched, splitByScope } from '../state/index.js';
+import {
+  assertStateWithinLimit,
+  lockSharedStates,
+  saveSharedStates,
+  applyMergePatch,
+  applyScopedDelta,
+  scopesTouched,
+  splitByScope,
+} from '../state/index.js';
 import { type Metadata, metadataIssues } from './metadata-rules.js';
 import type { SessionKey, UserKey } from '../../db/keys.js';
 import { sessionNotFound } from './session-not-found.js';

@@ -5,8 +5,7 @@
 import { z } from 'zod';
 import type { JsonObject as JsonObjectValue } from '../../db/schema.js';
 import { TimestampInput } from '../../http/schemas.js';
-import type { EventInputValue } from '../events/index.js';
-import type { EventView } from '../events/index.js';
+import type { EventInputValue, EventView } from '../events/index.js';
 import type { SessionView, WrittenSessionView } from '../sessions/index.js';
 import type { SpaceView } from '../spaces/index.js';
 

@@ -15,7 +15,16 @@ import { AppError } from '../../errors.js';
 import { canonicalJson, sha256 } from '../../lib/canonical-json.js';
 import { stateBytes } from '../../lib/json-measure.js';
 import { type EventView, toEventView } from '../events/index.js';
-import { type SessionView, toSessionView } from '../sessions/index.js';
+import {
+  type SessionView,
+  toSessionView,
+  sessionNotFound,
+  deleteSessionRow,
+  ensureSpaceUser,
+  findLiveSessionWithScopes,
+  insertSessionIfAbsent,
+  lockSession,
+} from '../sessions/index.js';
 import { APP_PREFIX, USER_PREFIX } from '../state/index.js';
 import { type ExportedSessionValue, type ImportBodyValue, type ImportedEventValue, EXPORT_FORMAT } from './transfer.schemas.js';
 import type { SessionKey } from '../../db/keys.js';
@@ -25,8 +34,6 @@ import {
   mergeUserState,
   readEventRange,
 } from './transfer.repository.js';
-import { sessionNotFound } from '../sessions/index.js';
-import { deleteSessionRow, ensureSpaceUser, findLiveSessionWithScopes, insertSessionIfAbsent, lockSession } from '../sessions/index.js';
 import { findSpaceOrThrow } from '../spaces/index.js';
 
 /** Events read per query while exporting. */
