@@ -1,5 +1,6 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+import boundaries from './eslint-rules/module-boundaries.js';
 
 export default tseslint.config(
   { ignores: ['node_modules/', 'dist/', 'data/', 'coverage/', 'openapi/', 'clients/typescript/dist/', 'clients/typescript/src/generated/', 'console/dist/'] },
@@ -12,9 +13,10 @@ export default tseslint.config(
       'no-restricted-syntax': ['error', { selector: 'TSEnumDeclaration', message: 'Use `as const` objects, not enums.' }],
     },
   },
-  // Layering (STYLE.md, docs/design.md §9): imports run one way, routes → service → repository →
-  // database, with src/http and src/lib below the modules. Each block covers files of one role, and
-  // no file is in two blocks (a later block's `no-restricted-imports` would replace an earlier one's).
+  // Layering (docs/design.md §9; the style guide is ../shared/STYLE.md, outside this repository):
+  // imports run one way, routes → service → repository → database, with src/http, src/lib and src/db
+  // below the modules. Each `layer` block covers one folder or role, and no file is in two of them (a
+  // later block's `no-restricted-imports` would replace an earlier one's).
   layer(['src/http/**/*.ts'], [
     { group: ['**/modules/**'], message: 'src/http is below the modules: have buildApp inject what it needs.' },
   ]),
@@ -25,12 +27,6 @@ export default tseslint.config(
   layer(['src/db/**/*.ts'], [
     { group: ['**/http/**', '**/modules/**'], message: 'src/db is the bottom layer: it imports no module and no HTTP code.' },
   ]),
-  layer(['src/modules/**/*.routes.ts'], [
-    { group: ['kysely', '**/*.repository.js'], message: 'Routes call services; queries live in repositories.' },
-  ]),
-  layer(['src/modules/**/*.service.ts'], [
-    { group: ['**/http/**', 'fastify'], message: 'Services know nothing of HTTP: pure helpers they need live in src/lib.' },
-  ]),
   // The client is its own package, published without the server: it imports none of the server's
   // code and nothing of Node's, only the global fetch and crypto.
   layer(['clients/typescript/src/**/*.ts'], [
@@ -40,9 +36,34 @@ export default tseslint.config(
   layer(['src/modules/tencent/*-actions.ts', 'src/modules/tencent/tc3-*.ts'], [
     { group: ['kysely', 'fastify', '**/*.repository.js'], message: 'The API 3.0 actions call services; queries live in repositories, HTTP in tc3.routes.ts.' },
   ]),
-  layer(['src/modules/**/*.repository.ts'], [
-    { group: ['**/http/**', 'fastify'], message: 'Repositories know nothing of HTTP.' },
-  ]),
+  // Module boundaries (eslint-rules/module-boundaries.js), by folder: every file under src/modules
+  // is covered, whatever its name. Other modules are reached only through their index.ts; an
+  // index.ts exports no repository; modules import each other without cycles; only *.repository.ts
+  // files query and only *.routes.ts files speak HTTP. The wiring outside the modules (src/app.ts,
+  // src/routes.ts, src/server.ts, src/cli) also reaches the modules through their index.ts.
+  {
+    files: ['src/**/*.ts'],
+    plugins: { boundaries },
+    rules: {
+      'boundaries/no-deep-import': 'error',
+      'boundaries/no-repository-in-entry': 'error',
+      'boundaries/no-module-cycle': 'error',
+      'boundaries/file-roles': ['error', {
+        queryExceptions: [
+          // The batcher sends many sessions' appends as one prepared statement on one pooled
+          // connection: it is the append repository's transport, and owns the connection itself.
+          'events/append-batcher.ts',
+          // The liveness probe: one 'SELECT 1' through src/db/ping.ts, no table.
+          'health/health.routes.ts',
+        ],
+        httpExceptions: [
+          // The API 3.0 action table runs the REST routes' authorize() for each action; tc3.routes.ts
+          // dispatches to it.
+          'tencent/tc3-actions.ts',
+        ],
+      }],
+    },
+  },
 );
 
 /** An ESLint block forbidding, in `files`, imports matching `patterns`. */

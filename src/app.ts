@@ -27,15 +27,18 @@ import type { AppDeps, ZodApp } from './http/zod-app.js';
 import type { EventStreamCounts, PoolStats } from './lib/metrics-registry.js';
 import { PageTokens } from './lib/page-token.js';
 import { createAccountSlots } from './lib/account-slots.js';
-import { authenticate } from './modules/accounts/accounts.service.js';
-import { batchingOptions, createAppendBatcher } from './modules/events/append-batcher.js';
-import { type AppendDeps, createAppendPath } from './modules/events/append.service.js';
-import { EVENT_STREAM_ACTION } from './modules/events/event-stream.routes.js';
-import { createEventStreams } from './modules/events/event-stream.service.js';
-import type { ListeningCredentialCache } from './modules/accounts/credential-cache-listener.js';
-import { healthRoutes } from './modules/health/health.routes.js';
-import { findSpaceOrThrow } from './modules/spaces/space-lookup.js';
-import { tencentApiRoutes } from './modules/tencent/tc3.routes.js';
+import { authenticate, type ListeningCredentialCache } from './modules/accounts/index.js';
+import {
+  batchingOptions,
+  createAppendBatcher,
+  type AppendDeps,
+  createAppendPath,
+  EVENT_STREAM_ACTION,
+  createEventStreams,
+} from './modules/events/index.js';
+import { healthRoutes } from './modules/health/index.js';
+import { findSpaceOrThrow } from './modules/spaces/index.js';
+import { tencentApiRoutes } from './modules/tencent/index.js';
 import { v1Routes } from './routes.js';
 
 export interface BuildAppOptions {

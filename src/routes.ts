@@ -1,15 +1,12 @@
 // The /v1 API: one line per feature module.
 import type { AppDeps, ZodApp } from './http/zod-app.js';
-import { contextRoutes } from './modules/context/context.routes.js';
-import { eventStreamRoutes } from './modules/events/event-stream.routes.js';
-import type { AppendDeps } from './modules/events/append.service.js';
-import { eventsRoutes } from './modules/events/events.routes.js';
-import { iamRoutes } from './modules/iam/iam.routes.js';
-import { sessionsRoutes } from './modules/sessions/sessions.routes.js';
-import { stateHistoryRoutes } from './modules/state/state-history.routes.js';
-import { spacesRoutes } from './modules/spaces/spaces.routes.js';
-import { transferRoutes } from './modules/transfer/transfer.routes.js';
-import { usersRoutes } from './modules/users/users.routes.js';
+import { contextRoutes } from './modules/context/index.js';
+import { eventStreamRoutes, type AppendDeps, eventsRoutes, stateHistoryRoutes } from './modules/events/index.js';
+import { iamRoutes } from './modules/iam/index.js';
+import { sessionsRoutes } from './modules/sessions/index.js';
+import { spacesRoutes } from './modules/spaces/index.js';
+import { transferRoutes } from './modules/transfer/index.js';
+import { usersRoutes } from './modules/users/index.js';
 
 export async function v1Routes(app: ZodApp, deps: AppDeps & AppendDeps): Promise<void> {
   await spacesRoutes(app, deps);

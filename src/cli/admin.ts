@@ -16,7 +16,7 @@ import {
   createAccount,
   listAccounts,
   rotateRootCredential,
-} from '../modules/accounts/accounts.service.js';
+} from '../modules/accounts/index.js';
 
 const USAGE = [
   'usage: npm run admin -- <command>',

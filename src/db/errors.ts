@@ -1,21 +1,22 @@
 // Database failures that mean "not available right now" rather than "this request is wrong".
 import { PoolCheckoutTimeout } from './fair-pool.js';
 import { ConnectionStateError } from './guarded-pool.js';
+import { SQLSTATE } from './sqlstate.js';
 
-const UNAVAILABLE_SQLSTATES = new Set([
-  '57P01', // admin_shutdown
-  '57P02', // crash_shutdown
-  '57P03', // cannot_connect_now (starting up, shutting down, in recovery)
-  '53300', // too_many_connections
-  '55P03', // lock_not_available (lock_timeout)
-  '57014', // query_canceled (statement_timeout)
-  '25P03', // idle_in_transaction_session_timeout
-  '25P02', // in_failed_sql_transaction: a connection left inside an aborted transaction (guarded-pool.ts destroys it)
+const UNAVAILABLE_SQLSTATES = new Set<string>([
+  SQLSTATE.adminShutdown,
+  SQLSTATE.crashShutdown,
+  SQLSTATE.cannotConnectNow, // starting up, shutting down, in recovery
+  SQLSTATE.tooManyConnections,
+  SQLSTATE.lockNotAvailable, // lock_timeout
+  SQLSTATE.queryCanceled, // statement_timeout
+  SQLSTATE.idleInTransactionSessionTimeout,
+  SQLSTATE.inFailedSqlTransaction, // a connection left inside an aborted transaction (guarded-pool.ts destroys it)
   // The database rolled the transaction back to break a deadlock or a serialization conflict: run
   // again, it succeeds. On one PostgreSQL the service's lock order leaves none; on Citus a
   // distributed deadlock (locks on several nodes' copies of a reference table) is broken this way.
-  '40P01', // deadlock_detected
-  '40001', // serialization_failure
+  SQLSTATE.deadlockDetected,
+  SQLSTATE.serializationFailure,
 ]);
 const UNAVAILABLE_NODE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EPIPE', 'EAI_AGAIN', 'ENOENT', 'EHOSTUNREACH', 'ENETUNREACH']);
 
@@ -69,7 +70,7 @@ export interface UniqueKey {
  */
 export function violatesUniqueKey(error: unknown, key: UniqueKey): boolean {
   const { code, constraint, detail } = error as { code?: unknown; constraint?: unknown; detail?: unknown };
-  if (code !== '23505') return false;
+  if (code !== SQLSTATE.uniqueViolation) return false;
   if (constraint === key.constraint) return true;
   return typeof detail === 'string' && detail.startsWith(`Key (${key.columns.join(', ')})=`);
 }

@@ -20,6 +20,7 @@ import type { PostgresPool, PostgresPoolClient } from 'kysely';
 import type pg from 'pg';
 import type { FairCheckouts } from './fair-pool.js';
 import { registeredStatementName } from './prepared-statements.js';
+import { SQLSTATE } from './sqlstate.js';
 
 /** A statement's answer came from a connection inside a transaction it did not begin: nothing it wrote is committed. */
 export class ConnectionStateError extends Error {
@@ -30,7 +31,7 @@ export class ConnectionStateError extends Error {
 }
 
 // in_failed_sql_transaction: the connection carries an aborted transaction someone else began.
-const FAILED_TRANSACTION = '25P02';
+const FAILED_TRANSACTION = SQLSTATE.inFailedSqlTransaction;
 // The statements Kysely sends to open and close a transaction ("rollback to <savepoint>" is not one).
 const TRANSACTION_START = /^\s*(begin|start\s+transaction)\b/i;
 const TRANSACTION_END = /^\s*(commit|end|abort|rollback)\s*(work|transaction)?\s*;?\s*$/i;

@@ -1,7 +1,8 @@
 // Rate limiting per credential: a bucket per verified secretId in the /v1 scope, 429
 // RequestLimitExceeded with Retry-After when it is empty; health routes are never limited.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ROOT_PRINCIPAL_ID, upsertCredential } from '../../src/modules/accounts/accounts.repository.js';
+import { upsertCredential } from '../../src/modules/accounts/accounts.repository.js';
+import { ROOT_PRINCIPAL_ID } from '../../src/modules/accounts/index.js';
 import { hashSecretKey, issueCredential, type IssuedCredential } from '../../src/modules/accounts/credentials.js';
 import { insertSubAccount } from '../support/principals.js';
 import { createTestApp, type TestApp } from '../support/test-app.js';

@@ -13,7 +13,7 @@ import { diffJson } from '../../src/lib/json-diff.js';
 import { sweepExpiredSessions } from '../../src/modules/sessions/expiry-sweeper.js';
 import { splitByScope } from '../../src/modules/state/scoped-state.js';
 import { applyStateDelta } from '../../src/modules/state/state-delta.js';
-import { STATE_CHECKPOINT_INTERVAL as K } from '../../src/modules/state/state-history.service.js';
+import { STATE_CHECKPOINT_INTERVAL as K } from '../../src/modules/events/state-history.service.js';
 import { insertSession, insertSpace } from '../support/fixtures.js';
 import { createTestApp, type TestApp } from '../support/test-app.js';
 

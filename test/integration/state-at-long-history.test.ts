@@ -6,7 +6,7 @@
 // every 1000th also `k<seq>`, so the state after event N is known.
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { STATE_CHECKPOINT_INTERVAL as K } from '../../src/modules/state/state-history.service.js';
+import { STATE_CHECKPOINT_INTERVAL as K } from '../../src/modules/events/state-history.service.js';
 import { insertSession, insertSpace } from '../support/fixtures.js';
 import { createTestApp, type TestApp } from '../support/test-app.js';
 

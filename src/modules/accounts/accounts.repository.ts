@@ -3,7 +3,7 @@ import type { Database, Executor } from '../../db/connect.js';
 import type { CredentialRow, DB, PolicyStatementRow, PrincipalsTable } from '../../db/schema.js';
 import { NOW_MS } from '../../db/sql-fragments.js';
 
-export const ROOT_PRINCIPAL_ID = 'root';
+import { type ListedCredential, LISTED_CREDENTIAL_COLUMNS, ROOT_PRINCIPAL_ID } from './credential.model.js';
 
 /** Inserts the account unless its name is taken; answers whether it was inserted. */
 export async function insertAccountIfAbsent(trx: Transaction<DB>, accountId: string, name: string): Promise<boolean> {
@@ -31,8 +31,6 @@ export async function insertDefaultSpace(trx: Transaction<DB>, accountId: string
 }
 
 /** A credential as listed: never the hash nor the encrypted copy. */
-export type CredentialListRow = Pick<CredentialRow, 'secret_id' | 'principal_id' | 'status' | 'create_time' | 'last_used_time'>;
-export const LISTED_CREDENTIAL_COLUMNS = ['secret_id', 'principal_id', 'status', 'create_time', 'last_used_time'] as const;
 
 export interface NewCredential {
   accountId: string;
@@ -51,7 +49,7 @@ const credentialValues = (credential: NewCredential) => ({
   secret_encrypted: credential.secretEncrypted,
 });
 
-export async function insertCredential(db: Executor, credential: NewCredential): Promise<CredentialListRow> {
+export async function insertCredential(db: Executor, credential: NewCredential): Promise<ListedCredential> {
   return db.insertInto('credentials').values(credentialValues(credential)).returning(LISTED_CREDENTIAL_COLUMNS).executeTakeFirstOrThrow();
 }
 

@@ -1,12 +1,11 @@
 // Accounts are created by an operator command (or by the embedded mode on first start), never over
 // the API. Each account gets its root principal, its default space and one root credential.
 import { AppError } from '../../errors.js';
-import type { Database } from '../../db/connect.js';
+import type { Database, Executor } from '../../db/connect.js';
 import { newAccountId, newSpaceId } from '../../lib/ids.js';
 import {
   type CredentialWithPolicy,
   LAST_USED_RESOLUTION_SECONDS,
-  ROOT_PRINCIPAL_ID,
   deleteRootCredentialsExcept,
   findAccountByName,
   findCredential,
@@ -23,6 +22,29 @@ import type { CredentialCache } from './credential-cache.js';
 import { type IssuedCredential, hashSecretKey, issueCredential, parseToken, secretKeyMatches } from './credentials.js';
 import type { Principal } from '../../lib/principal.js';
 import { encryptSecret } from './secret-box.js';
+import { type ListedCredential, ROOT_PRINCIPAL_ID } from './credential.model.js';
+
+/**
+ * Issues a new credential of the principal (the account's root, or a sub-account) and stores it:
+ * the hash of its secret key, and the key encrypted when a master key is configured (for the later
+ * signature-based authentication). Answers the issued secret, shown once, and the stored row.
+ */
+export async function storeNewCredential(
+  db: Executor,
+  accountId: string,
+  principalId: string,
+  masterKey: Buffer | undefined,
+): Promise<{ issued: IssuedCredential; credential: ListedCredential }> {
+  const issued = issueCredential();
+  const credential = await insertCredential(db, {
+    accountId,
+    principalId,
+    secretId: issued.secretId,
+    secretHash: hashSecretKey(issued.secretKey),
+    secretEncrypted: masterKey ? encryptSecret(masterKey, issued.secretKey) : null,
+  });
+  return { issued, credential };
+}
 
 export const EMBEDDED_ACCOUNT_NAME = 'default';
 

@@ -10,7 +10,8 @@ import type { Executor } from '../../db/connect.js';
 import { preparedStatement } from '../../db/prepared-statements.js';
 import type { DB } from '../../db/schema.js';
 import { NOW_MS } from '../../db/sql-fragments.js';
-import { type SessionJsonRow, isoTimestamp, liveSessionQuery, sessionKeyParameters } from '../sessions/session-json.repository.js';
+import { isoTimestamp, liveSessionQuery, sessionKeyParameters } from '../../db/session-json-sql.js';
+import type { SessionJsonRow } from '../sessions/index.js';
 import type { SessionKey } from '../../db/keys.js';
 
 /**

@@ -3,8 +3,7 @@ import { IfMatchHeaders, SessionPath, errorResponses } from '../../http/schemas.
 import { etagOf, parseIfMatch } from '../../lib/preconditions.js';
 import { sendJsonText, viewSerializerCompiler } from '../../http/view-serializer.js';
 import type { AppDeps, ZodApp } from '../../http/zod-app.js';
-import { maySeeSessionContents, writtenSessionAnswer } from '../sessions/session-disclosure.js';
-import { WrittenSession } from '../sessions/session.model.js';
+import { maySeeSessionContents, writtenSessionAnswer, WrittenSession } from '../sessions/index.js';
 import { ContextQuery, PutContextBody, SessionContext } from './context.schemas.js';
 import { readContext, writeContext } from './context.service.js';
 

@@ -1,8 +1,8 @@
 // Request and response schemas of the context routes (docs/design.md §4.7).
 import { z } from 'zod';
 import { JsonValue } from '../../http/schemas.js';
-import { Event } from '../events/event.model.js';
-import { Session } from '../sessions/session.model.js';
+import { Event } from '../events/index.js';
+import { Session } from '../sessions/index.js';
 
 export const CONTEXT_DEFAULTS = { maxChars: 100_000, maxEvents: 100 } as const;
 export const CONTEXT_MAX = { maxChars: 10_000_000, maxEvents: 1000 } as const;

@@ -24,12 +24,15 @@ import type { DB } from '../../db/schema.js';
 import { AppError, invalidParameter } from '../../errors.js';
 import { type IfMatch, assertIfMatch } from '../../lib/preconditions.js';
 import { compactJsonLength } from '../../lib/json-measure.js';
-import type { SessionView } from '../sessions/session.model.js';
-import type { SessionJsonRow } from '../sessions/session-json.repository.js';
-import { MEMO_MAX_BYTES, readSessionView } from '../sessions/sessions.service.js';
-import { sessionNotFound } from '../sessions/session-not-found.js';
+import {
+  type SessionView,
+  type SessionJsonRow,
+  MEMO_MAX_BYTES,
+  readSessionView,
+  sessionNotFound,
+  lockSession,
+} from '../sessions/index.js';
 import { type WindowEvent, type WindowPart, selectWindowRange, truncateText } from './context-window.js';
-import { lockSession } from '../sessions/sessions.repository.js';
 import type { SessionKey } from '../../db/keys.js';
 import { type EventJsonRow, findSessionWithNewestEvents, listNewestEvents, updateContextFields } from './context.repository.js';
 import type { ContextBudget, PutContextInput } from './context.schemas.js';

@@ -39,6 +39,7 @@ import type { Database } from '../../db/connect.js';
 import { ConnectionStateError } from '../../db/guarded-pool.js';
 import type { SessionKey } from '../../db/keys.js';
 import { preparedStatement } from '../../db/prepared-statements.js';
+import { SQLSTATE } from '../../db/sqlstate.js';
 import { AppError } from '../../errors.js';
 import { runForNoAccount } from '../../lib/account-scope.js';
 import type { AccountSlots } from '../../lib/account-slots.js';
@@ -100,7 +101,7 @@ const APPEND_EVENTS_OF_ACCOUNT = preparedStatement('append_events_of_account', '
 // cancelled (statement timeout) or ran out of lock time as a whole, or its connection carried a
 // transaction someone else began (25P02: aborted; ConnectionStateError: still open, destroyed
 // now). A lost connection is not among them: what committed is unknown, as for one append.
-const ROLLED_BACK_WHOLE = new Set(['57014', '55P03', '25P02']);
+const ROLLED_BACK_WHOLE = new Set<string>([SQLSTATE.queryCanceled, SQLSTATE.lockNotAvailable, SQLSTATE.inFailedSqlTransaction]);
 // On Citus, a call routed to a shard a split or move retired meanwhile did nothing either.
 const rolledBackWhole = (error: unknown) =>
   error instanceof ConnectionStateError || isShardMovedAway(error) || ROLLED_BACK_WHOLE.has((error as { code?: string }).code ?? '');

@@ -7,8 +7,7 @@ import { AppError } from '../../errors.js';
 import { canonicalJson, sha256 } from '../../lib/canonical-json.js';
 import { newEventId } from '../../lib/ids.js';
 import { jsonBytes, jsonDepth } from '../../lib/json-measure.js';
-import { STORED_SCOPES, type StoredScope, splitByScope, withoutTempKeys } from '../state/scoped-state.js';
-import type { StateDeltaMode } from '../state/state-delta.js';
+import { STORED_SCOPES, type StoredScope, splitByScope, withoutTempKeys, type StateDeltaMode } from '../state/index.js';
 import type { EventViewRow } from './event.model.js';
 import type { AppendEventsBody, EventInputValue } from './events.schemas.js';
 

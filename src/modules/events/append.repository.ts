@@ -3,34 +3,17 @@
 // boundary).
 import { CompiledQuery } from 'kysely';
 import type { Executor } from '../../db/connect.js';
-import { type UniqueKey, isShardMovedAway, violatesUniqueKey } from '../../db/errors.js';
+import { isShardMovedAway, violatesUniqueKey } from '../../db/errors.js';
 import { preparedStatement } from '../../db/prepared-statements.js';
-import type { JsonObject, JsonValue } from '../../db/schema.js';
+import { CONSTRAINT } from '../../db/sqlstate.js';
 import { AppError } from '../../errors.js';
 import { preconditionFailed } from '../../lib/preconditions.js';
 import type { SessionKey } from '../../db/keys.js';
-import { stateLimitExceeded } from '../state/shared-state.js';
-import type { StoredScope } from '../state/scoped-state.js';
+import { stateLimitExceeded, type StoredScope } from '../state/index.js';
+import { APPEND_ANSWER_COLUMNS, type AppendedSession } from './append-answer.js';
 import type { EventDocument } from './append-plan.js';
 
-/** The session after the append, with its user's and space's state, and the sizes the limit measured. */
-export interface AppendedSession {
-  title: string;
-  metadata: Record<string, string>;
-  state: JsonObject;
-  memo: JsonValue | null;
-  window_start_seq: number;
-  event_count: number;
-  revision: number;
-  create_time: Date;
-  update_time: Date;
-  expire_time: Date | null;
-  user_state: JsonObject;
-  app_state: JsonObject;
-  session_bytes: number | null;
-  user_bytes: number | null;
-  app_bytes: number | null;
-}
+export type { AppendedSession } from './append-answer.js';
 
 /** append_events() found an eventId of the request already stored (unique violation): nothing was written. */
 export class StoredEventIdError extends Error {
@@ -38,12 +21,10 @@ export class StoredEventIdError extends Error {
 }
 
 // A named statement (src/db/prepared-statements.ts): parsed and planned once per connection.
-const APPEND_EVENTS = preparedStatement('append_events', 'SELECT * FROM append_events($1, $2, $3, $4, $5::jsonb, $6::bigint[], $7)');
-
-const EVENT_ID_KEY: UniqueKey = {
-  constraint: 'events_account_id_space_id_user_id_session_id_event_id_key',
-  columns: ['account_id', 'space_id', 'user_id', 'session_id', 'event_id'],
-};
+const APPEND_EVENTS = preparedStatement(
+  'append_events',
+  `SELECT ${APPEND_ANSWER_COLUMNS.join(', ')} FROM append_events($1, $2, $3, $4, $5::jsonb, $6::bigint[], $7)`,
+);
 
 /**
  * Appends the events and applies their deltas in one statement; undefined when the session is
@@ -81,7 +62,7 @@ const SHARD_MOVED_PAUSE_MS = 50;
 
 function translated(error: unknown, stateLimit: number): unknown {
   const { code, detail } = error as { code?: string; detail?: string };
-  if (violatesUniqueKey(error, EVENT_ID_KEY)) return new StoredEventIdError('an eventId of the request is already stored');
+  if (violatesUniqueKey(error, CONSTRAINT.eventIdUnique)) return new StoredEventIdError('an eventId of the request is already stored');
   if (code === 'AS412' && detail) return preconditionFailed(Number(detail));
   if (code === 'AS413' && detail) {
     const { scope, stateBytes } = JSON.parse(detail) as { scope: StoredScope; stateBytes: number };

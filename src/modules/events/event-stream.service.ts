@@ -17,7 +17,7 @@ import { AppError, type ErrorCode } from '../../errors.js';
 import { runForNoAccount } from '../../lib/account-scope.js';
 import type { EventStreams, Reauthorize } from '../../lib/event-streams.js';
 import type { EventStreamCounts } from '../../lib/metrics-registry.js';
-import { sessionNotFound } from '../sessions/session-not-found.js';
+import { sessionNotFound } from '../sessions/index.js';
 import { type EventFrame, type Member, type SessionGroup, joinWhenCaughtUp, newMember, readForGroup, sessionTag } from './event-stream-group.js';
 import { findLiveSessionId } from './events.repository.js';
 

@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import type { EventRow, JsonObject as JsonObjectValue } from '../../db/schema.js';
 import { JsonObject, Timestamp } from '../../http/schemas.js';
-import { STATE_DELTA_MODES } from '../state/state-delta.js';
+import { STATE_DELTA_MODES } from '../state/index.js';
 
 const PART_FIELDS = ['text', 'thought', 'functionCall', 'functionResponse', 'inlineData'] as const;
 

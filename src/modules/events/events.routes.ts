@@ -3,7 +3,7 @@ import { etagOf, parseIfMatch } from '../../lib/preconditions.js';
 import { viewSerializerCompiler } from '../../http/view-serializer.js';
 import type { AppDeps, ZodApp } from '../../http/zod-app.js';
 import type { AppendDeps } from './append.service.js';
-import { maySeeSessionContents, writtenSessionAnswer } from '../sessions/session-disclosure.js';
+import { maySeeSessionContents, writtenSessionAnswer } from '../sessions/index.js';
 import { recordAppend } from './append-metrics.js';
 import { Event } from './event.model.js';
 import {

@@ -3,7 +3,7 @@ import type { FastifySchemaCompiler } from 'fastify';
 import { validatorCompiler } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { Identifier, IncludeTotal, JsonObject, PageToken, SessionPath, TimestampInput, ifMatchHeaders, pageSize } from '../../http/schemas.js';
-import { WrittenSession } from '../sessions/session.model.js';
+import { WrittenSession } from '../sessions/index.js';
 import { Event, EventActions, EventContent } from './event.model.js';
 
 export const EventInput = z

@@ -3,7 +3,7 @@
 import type { Database } from '../../db/connect.js';
 import { AppError } from '../../errors.js';
 import type { PageTokens } from '../../lib/page-token.js';
-import { sessionNotFound } from '../sessions/session-not-found.js';
+import { sessionNotFound } from '../sessions/index.js';
 import { type EventView, toEventView } from './event.model.js';
 import type { SessionKey } from '../../db/keys.js';
 import { type EventFilters, countEvents, findEvent, findLiveSessionId, listEvents } from './events.repository.js';

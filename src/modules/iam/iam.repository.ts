@@ -3,7 +3,7 @@ import { type Transaction, type Selectable, sql } from 'kysely';
 import type { Executor } from '../../db/connect.js';
 import type { DB, PoliciesTable, PolicyStatementRow, PrincipalsTable } from '../../db/schema.js';
 import { NOW_MS } from '../../db/sql-fragments.js';
-import { type CredentialListRow, LISTED_CREDENTIAL_COLUMNS, ROOT_PRINCIPAL_ID } from '../accounts/accounts.repository.js';
+import { type ListedCredential, LISTED_CREDENTIAL_COLUMNS, ROOT_PRINCIPAL_ID } from '../accounts/index.js';
 
 export type PrincipalRow = Selectable<PrincipalsTable>;
 export type PolicyRow = Selectable<PoliciesTable>;
@@ -75,7 +75,7 @@ export async function findPolicy(db: Executor, accountId: string, principalId: s
 }
 
 /** A principal's credentials, oldest first (served by credentials_by_principal). */
-export async function listCredentials(db: Executor, accountId: string, principalId: string): Promise<CredentialListRow[]> {
+export async function listCredentials(db: Executor, accountId: string, principalId: string): Promise<ListedCredential[]> {
   return db
     .selectFrom('credentials')
     .select(LISTED_CREDENTIAL_COLUMNS)
@@ -86,7 +86,7 @@ export async function listCredentials(db: Executor, accountId: string, principal
     .execute();
 }
 
-export async function findCredentialOfAccount(db: Executor, accountId: string, secretId: string): Promise<CredentialListRow | undefined> {
+export async function findCredentialOfAccount(db: Executor, accountId: string, secretId: string): Promise<ListedCredential | undefined> {
   return db.selectFrom('credentials').select(LISTED_CREDENTIAL_COLUMNS).where('account_id', '=', accountId).where('secret_id', '=', secretId).executeTakeFirst();
 }
 
@@ -124,7 +124,7 @@ export async function updateCredentialStatus(
   accountId: string,
   secretId: string,
   status: 'enabled' | 'disabled',
-): Promise<CredentialListRow | undefined> {
+): Promise<ListedCredential | undefined> {
   return trx
     .updateTable('credentials')
     .set({ status })

@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import type { PolicyStatementRow } from '../../db/schema.js';
 import { IncludeTotal, PageToken, Timestamp, pageSize } from '../../http/schemas.js';
-import type { CredentialListRow } from '../accounts/accounts.repository.js';
+import type { ListedCredential } from '../accounts/index.js';
 import type { PolicyRow, PrincipalRow } from './iam.repository.js';
 import { PolicyStatement } from '../../lib/policy.js';
 
@@ -79,7 +79,7 @@ export const Credential = z
   .meta({ id: 'Credential' });
 export type CredentialView = z.infer<typeof Credential>;
 
-export function toCredentialView(row: CredentialListRow): CredentialView {
+export function toCredentialView(row: ListedCredential): CredentialView {
   return {
     secretId: row.secret_id,
     status: row.status,

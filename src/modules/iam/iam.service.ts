@@ -7,9 +7,7 @@ import type { DB } from '../../db/schema.js';
 import { AppError } from '../../errors.js';
 import type { PageTokens } from '../../lib/page-token.js';
 import { uuidv7 } from '../../lib/ids.js';
-import { ROOT_PRINCIPAL_ID, insertCredential } from '../accounts/accounts.repository.js';
-import { hashSecretKey, issueCredential } from '../accounts/credentials.js';
-import { encryptSecret } from '../accounts/secret-box.js';
+import { ROOT_PRINCIPAL_ID, storeNewCredential } from '../accounts/index.js';
 import {
   countSubAccounts,
   deleteCredential as deleteCredentialRow,
@@ -105,20 +103,12 @@ export async function createCredential(
   subAccountId: string | undefined,
   masterKey: Buffer | undefined,
 ): Promise<IssuedCredentialView> {
-  const issued = issueCredential();
-  const values = {
-    accountId,
-    principalId: subAccountId ?? ROOT_PRINCIPAL_ID,
-    secretId: issued.secretId,
-    secretHash: hashSecretKey(issued.secretKey),
-    secretEncrypted: masterKey ? encryptSecret(masterKey, issued.secretKey) : null,
-  };
-  const row = subAccountId
+  const { issued, credential: row } = subAccountId
     ? await db.transaction().execute(async (trx) => {
         await findSubAccountOrThrow(trx, accountId, subAccountId, 'share');
-        return insertCredential(trx, values);
+        return storeNewCredential(trx, accountId, subAccountId, masterKey);
       })
-    : await insertCredential(db, values);
+    : await storeNewCredential(db, accountId, ROOT_PRINCIPAL_ID, masterKey);
   return { secretId: issued.secretId, secretKey: issued.secretKey, token: issued.token, status: row.status, createTime: row.create_time.toISOString() };
 }
 

@@ -1,22 +1,18 @@
 // Removes expired sessions (docs/design.md §4.8) in bounded batches. Expired sessions already answer 404
 // everywhere; this only reclaims their rows. Several instances may sweep the same database at once.
-import { sql } from 'kysely';
 import type { Database } from '../../db/connect.js';
+import {
+  type Candidate,
+  type RemovedSession,
+  type UserSessionCount,
+  decrementSessionCounts,
+  deleteExpiredSessionsOfAccount,
+  findExpiredSessions,
+} from './expiry.repository.js';
 
 export interface SweepOptions {
   /** Most sessions one sweep deletes; bounds the transaction's length and its locks. */
   batchSize: number;
-}
-
-interface RemovedSession {
-  account_id: string;
-  space_id: string;
-  user_id: string;
-}
-
-/** A session the sweep found expired, before it is locked. */
-interface Candidate extends RemovedSession {
-  session_id: string;
 }
 
 /**
@@ -34,14 +30,8 @@ interface Candidate extends RemovedSession {
  */
 export async function sweepExpiredSessions(db: Database, { batchSize }: SweepOptions): Promise<number> {
   // `expire_time <= now()` implies the predicate of the partial index sessions_expiring, which
-  // also serves the order.
-  const candidates: Candidate[] = await db
-    .selectFrom('sessions')
-    .select(['account_id', 'space_id', 'user_id', 'session_id'])
-    .where('expire_time', '<=', sql<Date>`now()`)
-    .orderBy('expire_time')
-    .limit(batchSize)
-    .execute();
+  // also serves the order (expiry.repository.ts).
+  const candidates = await findExpiredSessions(db, batchSize);
   let removed = 0;
   for (const [accountId, sessions] of groupByAccount(candidates)) removed += await sweepAccount(db, accountId, sessions);
   return removed;
@@ -49,44 +39,11 @@ export async function sweepExpiredSessions(db: Database, { batchSize }: SweepOpt
 
 async function sweepAccount(db: Database, accountId: string, candidates: Candidate[]): Promise<number> {
   return db.transaction().execute(async (trx) => {
-    const keys = candidates.map((c) => sql`(${c.space_id}, ${c.user_id}, ${c.session_id})`);
-    const removed: RemovedSession[] = await trx
-      .deleteFrom('sessions')
-      .where('account_id', '=', accountId)
-      .where((eb) =>
-        eb(
-          eb.refTuple('space_id', 'user_id', 'session_id'),
-          'in',
-          eb
-            .selectFrom('sessions')
-            .select(['space_id', 'user_id', 'session_id'])
-            .where('account_id', '=', accountId)
-            .where(sql<boolean>`(space_id, user_id, session_id) IN (${sql.join(keys)})`)
-            .where('expire_time', '<=', sql<Date>`now()`)
-            .forUpdate()
-            .skipLocked()
-            .$asTuple('space_id', 'user_id', 'session_id'),
-        ),
-      )
-      .returning(['account_id', 'space_id', 'user_id'])
-      .execute();
+    const removed = await deleteExpiredSessionsOfAccount(trx, accountId, candidates);
     if (removed.length === 0) return 0;
 
     const perUser = countPerUser(removed);
-    const users = perUser.map((user) => sql`(${user.accountId}, ${user.spaceId}, ${user.userId})`);
-    // A fixed lock order (the primary key's) for the counters: see the comment above.
-    // account_id = the account as well: Citus takes row locks only in a statement it can route to
-    // one shard, which it does by an equality on the distribution column, not by a tuple IN list.
-    await sql`
-      SELECT 1 FROM space_users
-      WHERE account_id = ${accountId} AND (account_id, space_id, user_id) IN (${sql.join(users)})
-      ORDER BY account_id, space_id, user_id
-      FOR UPDATE`.execute(trx);
-    const decrements = perUser.map((user) => sql`(${user.accountId}, ${user.spaceId}, ${user.userId}, ${user.count}::bigint)`);
-    await sql`
-      UPDATE space_users AS u SET session_count = u.session_count - d.removed
-      FROM (VALUES ${sql.join(decrements)}) AS d (account_id, space_id, user_id, removed)
-      WHERE u.account_id = ${accountId} AND u.account_id = d.account_id AND u.space_id = d.space_id AND u.user_id = d.user_id`.execute(trx);
+    await decrementSessionCounts(trx, accountId, perUser);
     return removed.length;
   });
 }
@@ -101,8 +58,8 @@ function groupByAccount(candidates: Candidate[]): Map<string, Candidate[]> {
   return byAccount;
 }
 
-function countPerUser(rows: RemovedSession[]): { accountId: string; spaceId: string; userId: string; count: number }[] {
-  const byUser = new Map<string, { accountId: string; spaceId: string; userId: string; count: number }>();
+function countPerUser(rows: RemovedSession[]): UserSessionCount[] {
+  const byUser = new Map<string, UserSessionCount>();
   for (const row of rows) {
     const key = JSON.stringify([row.account_id, row.space_id, row.user_id]);
     const entry = byUser.get(key) ?? { accountId: row.account_id, spaceId: row.space_id, userId: row.user_id, count: 0 };

@@ -2,68 +2,16 @@
 // PostgreSQL: the per-turn reads (describe, context) send that text as it is, instead of parsing
 // the row's jsonb in Node, building the view and serializing it again.
 //
-// Raw SQL, for two reasons: the text is precompiled once (building and compiling the query with
+// The SQL text lives in src/db/session-json-sql.ts. Raw SQL, for two reasons: the text is precompiled once (building and compiling the query with
 // Kysely on every request cost more than the database did), and the context read extends it with
 // a UNION that Kysely would not make clearer. Every statement here is read by primary key:
 // sessions_pkey, space_users_pkey, session_spaces_pkey (migrations/0001_core.sql).
 import { CompiledQuery } from 'kysely';
 import type { Executor } from '../../db/connect.js';
-import { sessionNotExpiredText } from '../../db/sql-fragments.js';
+import { liveSessionQuery, sessionKeyParameters } from '../../db/session-json-sql.js';
 import { preparedStatement } from '../../db/prepared-statements.js';
 import type { SessionKey } from '../../db/keys.js';
-
-/** A timestamptz as toISOString writes it: UTC, milliseconds, `Z` (PostgreSQL's MS truncates, as pg's Date does). */
-export const isoTimestamp = (column: string): string => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
-
-/**
- * mergedStateView (src/modules/state/scoped-state.ts) in SQL: the session's own keys, the user's
- * `user:*` and the space's `app:*` keys, each scope contributing only keys of its own prefix (so a
- * stray key stored in the wrong place neither shadows nor leaks). The parts are disjoint by prefix,
- * so the order of `||` does not matter. `s`, `u`, `a`: sessions, space_users, session_spaces.
- */
-const MERGED_STATE = `(
-  (s.state - ARRAY(SELECT k FROM jsonb_object_keys(s.state) AS k WHERE k ^@ 'user:' OR k ^@ 'app:' OR k ^@ 'temp:'))
-  || (u.state - ARRAY(SELECT k FROM jsonb_object_keys(u.state) AS k WHERE NOT k ^@ 'user:'))
-  || (a.state - ARRAY(SELECT k FROM jsonb_object_keys(a.state) AS k WHERE NOT k ^@ 'app:'))
-)`;
-
-/** The Session view as text (cast: pg would parse a json column). Every field is always present. */
-const SESSION_JSON = `json_build_object(
-  'spaceId', s.space_id, 'userId', s.user_id, 'sessionId', s.session_id, 'title', s.title,
-  'metadata', s.metadata, 'state', ${MERGED_STATE}, 'memo', s.memo,
-  'windowStartSeq', s.window_start_seq, 'eventCount', s.event_count, 'revision', s.revision,
-  'createTime', ${isoTimestamp('s.create_time')}, 'updateTime', ${isoTimestamp('s.update_time')},
-  'expireTime', ${isoTimestamp('s.expire_time')}
-)::text`;
-
-/**
- * The live session $1–$4 (account, space, user, session) joined to its user's and its space's rows,
- * which exist while the session does (foreign keys). Aliases: s, u, a.
- */
-const LIVE_SESSION_FROM = `sessions AS s
-  JOIN space_users AS u ON u.account_id = s.account_id AND u.space_id = s.space_id AND u.user_id = s.user_id
-  JOIN session_spaces AS a ON a.account_id = s.account_id AND a.space_id = s.space_id
-  WHERE s.account_id = $1 AND s.space_id = $2 AND s.user_id = $3 AND s.session_id = $4
-    AND ${sessionNotExpiredText('s')}`;
-
-/**
- * The live session's read: its JSON, the memo's, and what the route needs besides (the revision
- * for the ETag, the window bounds), plus `more` select items over `s` (the context read's events).
- */
-export const liveSessionQuery = (more?: string): string => `SELECT s.revision, s.window_start_seq, s.event_count, s.memo::text AS memo_json,
-  ${SESSION_JSON} AS session_json${more ? `,\n  ${more}` : ''}
-  FROM ${LIVE_SESSION_FROM}`;
-
-export const sessionKeyParameters = (key: SessionKey): unknown[] => [key.accountId, key.spaceId, key.userId, key.sessionId];
-
-export interface SessionJsonRow {
-  revision: number;
-  window_start_seq: number;
-  event_count: number;
-  /** The memo as JSON text; null when there is none (the view shows JSON null). */
-  memo_json: string | null;
-  session_json: string;
-}
+import type { SessionJsonRow } from './session.model.js';
 
 const FIND_SESSION_JSON = preparedStatement('describe_session', liveSessionQuery());
 

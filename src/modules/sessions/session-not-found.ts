@@ -3,7 +3,7 @@
 import type { Executor } from '../../db/connect.js';
 import type { SessionKey } from '../../db/keys.js';
 import { AppError } from '../../errors.js';
-import { findSpaceOrThrow } from '../spaces/space-lookup.js';
+import { findSpaceOrThrow } from '../spaces/index.js';
 
 /**
  * 404 for the session, or for its space when that is what is missing. Called once the session's

@@ -2,8 +2,7 @@
 import { z } from 'zod';
 import type { SessionRow } from '../../db/schema.js';
 import { JsonObject, JsonValue, Timestamp } from '../../http/schemas.js';
-import { mergedStateView } from '../state/scoped-state.js';
-import type { SharedStates } from '../state/shared-state.js';
+import { mergedStateView, type SharedStates } from '../state/index.js';
 
 export const Session = z
   .object({
@@ -60,4 +59,14 @@ export function toSessionView(row: Omit<SessionRow, 'initial_state'>, shared: Sh
     updateTime: row.update_time.toISOString(),
     expireTime: row.expire_time ? row.expire_time.toISOString() : null,
   };
+}
+
+/** The live session as PostgreSQL wrote it (src/db/session-json-sql.ts): its JSON, the memo's, and what the routes need besides. */
+export interface SessionJsonRow {
+  revision: number;
+  window_start_seq: number;
+  event_count: number;
+  /** The memo as JSON text; null when there is none (the view shows JSON null). */
+  memo_json: string | null;
+  session_json: string;
 }

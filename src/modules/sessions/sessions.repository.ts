@@ -90,7 +90,9 @@ export function newSessionValues(key: SessionKey, fields: NewSession): InsertObj
  * concurrent insert of the same key makes this wait for the other transaction and then do nothing,
  * so exactly one caller creates the row.
  */
-export async function insertSessionIfAbsent(trx: Transaction<DB>, row: InsertObject<DB, 'sessions'>): Promise<SessionRow | undefined> {
+export type NewSessionRow = InsertObject<DB, 'sessions'>;
+
+export async function insertSessionIfAbsent(trx: Transaction<DB>, row: NewSessionRow): Promise<SessionRow | undefined> {
   return trx
     .insertInto('sessions')
     .values(row)

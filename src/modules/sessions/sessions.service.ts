@@ -7,10 +7,16 @@ import { AppError, invalidParameter } from '../../errors.js';
 import type { PageTokens } from '../../lib/page-token.js';
 import { type IfMatch, assertIfMatch, etagOf } from '../../lib/preconditions.js';
 import { newSessionId } from '../../lib/ids.js';
-import { findSpaceOrThrow } from '../spaces/space-lookup.js';
-import { assertStateWithinLimit, lockSharedStates, saveSharedStates } from '../state/shared-state.js';
-import { applyMergePatch } from '../state/merge-patch.js';
-import { applyScopedDelta, scopesTouched, splitByScope } from '../state/scoped-state.js';
+import { findSpaceOrThrow } from '../spaces/index.js';
+import {
+  assertStateWithinLimit,
+  lockSharedStates,
+  saveSharedStates,
+  applyMergePatch,
+  applyScopedDelta,
+  scopesTouched,
+  splitByScope,
+} from '../state/index.js';
 import { type Metadata, metadataIssues } from './metadata-rules.js';
 import type { SessionKey, UserKey } from '../../db/keys.js';
 import { sessionNotFound } from './session-not-found.js';

@@ -3,6 +3,7 @@
 import type { Executor } from '../../db/connect.js';
 import type { SpaceRow } from '../../db/schema.js';
 import { AppError } from '../../errors.js';
+import { type SpaceLock, findSpaceRow } from './spaces.repository.js';
 
 /**
  * `lock: 'share'` (inside a transaction) keeps the space from being deleted until the transaction
@@ -13,14 +14,9 @@ export async function findSpaceOrThrow(
   db: Executor,
   accountId: string,
   spaceId: string,
-  lock?: 'share' | 'key-share' | 'update',
+  lock?: SpaceLock,
 ): Promise<SpaceRow> {
-  let query = db.selectFrom('session_spaces').selectAll().where('account_id', '=', accountId).where('space_id', '=', spaceId);
-  if (lock === 'share') query = query.forShare();
-  // Blocks a delete (FOR UPDATE) like 'share' does, but not writers of the space's app state (FOR NO KEY UPDATE).
-  if (lock === 'key-share') query = query.forKeyShare();
-  if (lock === 'update') query = query.forUpdate();
-  const space = await query.executeTakeFirst();
+  const space = await findSpaceRow(db, accountId, spaceId, lock);
   if (!space) throw spaceNotFound(spaceId);
   return space;
 }

@@ -6,6 +6,18 @@ import type { DB, SpaceRow } from '../../db/schema.js';
 import { NOW_MS, SESSION_NOT_EXPIRED } from '../../db/sql-fragments.js';
 import type { SpaceVisibility } from '../../lib/policy.js';
 
+/** How findSpaceRow locks the row (inside a transaction); see findSpaceOrThrow in space-lookup.ts. */
+export type SpaceLock = 'share' | 'key-share' | 'update';
+
+export async function findSpaceRow(db: Executor, accountId: string, spaceId: string, lock?: SpaceLock): Promise<SpaceRow | undefined> {
+  let query = db.selectFrom('session_spaces').selectAll().where('account_id', '=', accountId).where('space_id', '=', spaceId);
+  if (lock === 'share') query = query.forShare();
+  // Blocks a delete (FOR UPDATE) like 'share' does, but not writers of the space's app state (FOR NO KEY UPDATE).
+  if (lock === 'key-share') query = query.forKeyShare();
+  if (lock === 'update') query = query.forUpdate();
+  return query.executeTakeFirst();
+}
+
 export interface SpaceFilters {
   name?: string | undefined;
   nameLike?: string | undefined;

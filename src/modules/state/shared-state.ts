@@ -7,7 +7,7 @@ import type { Limits } from '../../config.js';
 import type { DB, JsonObject } from '../../db/schema.js';
 import { AppError } from '../../errors.js';
 import { stateBytes } from '../../lib/json-measure.js';
-import { spaceNotFound } from '../spaces/space-lookup.js';
+import { spaceNotFound } from '../spaces/index.js';
 import type { UserKey } from '../../db/keys.js';
 import type { ScopedStates, StoredScope } from './scoped-state.js';
 import { lockSpaceState, lockUserState, readSharedStates, saveSpaceState, saveUserState } from './shared-state.repository.js';

@@ -1,9 +1,7 @@
 // AppendEvent and DescribeEvents: the events services behind the ags models.
 import { z } from 'zod';
 import { Identifier, SpaceId } from '../../http/schemas.js';
-import { recordAppend } from '../events/append-metrics.js';
-import { EventInput, ListEventsQuery } from '../events/events.schemas.js';
-import { listSessionEvents } from '../events/events.service.js';
+import { recordAppend, EventInput, ListEventsQuery, listSessionEvents } from '../events/index.js';
 import { defineAction } from './tc3-action.js';
 import { EventInfoInput, Tc3Timestamp, eventInputOf, offsetLimit, toEventInfo } from './tc3-models.js';
 import { parseServiceInput, pascalPath } from './tc3-validation.js';

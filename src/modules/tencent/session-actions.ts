@@ -3,10 +3,17 @@
 import { z } from 'zod';
 import { AppError } from '../../errors.js';
 import { Identifier, SpaceId } from '../../http/schemas.js';
-import { maySeeSessionContents, writtenSessionAnswer } from '../sessions/session-disclosure.js';
-import type { SessionView } from '../sessions/session.model.js';
-import { sessionSchemas } from '../sessions/sessions.schemas.js';
-import { createSession, deleteSession, describeSession, listSessions, modifySession } from '../sessions/sessions.service.js';
+import {
+  maySeeSessionContents,
+  writtenSessionAnswer,
+  type SessionView,
+  sessionSchemas,
+  createSession,
+  deleteSession,
+  describeSession,
+  listSessions,
+  modifySession,
+} from '../sessions/index.js';
 import { defineAction } from './tc3-action.js';
 import { Tc3Error } from './tc3-errors.js';
 import { Filter, type FilterValue, MetadataVar, jsonObjectString, metadataObject, offsetLimit, toSessionInfo } from './tc3-models.js';

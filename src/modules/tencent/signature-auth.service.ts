@@ -16,10 +16,14 @@
 import type { Database } from '../../db/connect.js';
 import type { Principal } from '../../lib/principal.js';
 import { TC3_MAX_CLOCK_SKEW_SECONDS, type Tc3Request, parseTc3Authorization, tc3Date, tc3SignatureMatches } from '../../lib/tc3-signature.js';
-import { lookUpCredential, principalOf, recordCredentialUse } from '../accounts/accounts.service.js';
-import type { CredentialCache } from '../accounts/credential-cache.js';
-import { isSecretId } from '../accounts/credentials.js';
-import { decryptSecret } from '../accounts/secret-box.js';
+import {
+  lookUpCredential,
+  principalOf,
+  recordCredentialUse,
+  type CredentialCache,
+  isSecretId,
+  decryptSecret,
+} from '../accounts/index.js';
 import { Tc3Error } from './tc3-errors.js';
 
 export interface SignedRequest extends Omit<Tc3Request, 'signedHeaders'> {

@@ -2,8 +2,15 @@
 // DeleteSessionSpace: the spaces service behind the ags models.
 import { z } from 'zod';
 import { SpaceId } from '../../http/schemas.js';
-import { CreateSpaceBody, ModifySpaceBody } from '../spaces/spaces.schemas.js';
-import { createSpace, deleteSpace, describeSpace, listSpacesAtOffset, modifySpace } from '../spaces/spaces.service.js';
+import {
+  CreateSpaceBody,
+  ModifySpaceBody,
+  createSpace,
+  deleteSpace,
+  describeSpace,
+  listSpacesAtOffset,
+  modifySpace,
+} from '../spaces/index.js';
 import { defineAction } from './tc3-action.js';
 import { Tc3Error } from './tc3-errors.js';
 import { Filter, type FilterValue, offsetLimit, toSessionSpaceInfo } from './tc3-models.js';

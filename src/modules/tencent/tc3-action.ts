@@ -10,7 +10,7 @@ import type { PageTokens } from '../../lib/page-token.js';
 import type { Action } from '../../lib/policy.js';
 import type { Principal } from '../../lib/principal.js';
 import type { AccountSlots } from '../../lib/account-slots.js';
-import type { AppendPath } from '../events/append.service.js';
+import type { AppendPath } from '../events/index.js';
 import type { EventFeed } from '../../db/event-feed.js';
 import type { SessionNotFoundCode } from './tc3-errors.js';
 

@@ -2,7 +2,7 @@
 // action: model validation, the same authorization as the REST routes, then the service.
 import { authorize } from '../../http/authorization.js';
 import { AppError } from '../../errors.js';
-import { findSpaceOrThrow } from '../spaces/space-lookup.js';
+import { findSpaceOrThrow } from '../spaces/index.js';
 import { appendEventAction, describeEventsAction } from './event-actions.js';
 import { createSessionAction, deleteSessionAction, describeSessionAction, describeSessionsAction, modifySessionAction } from './session-actions.js';
 import { createSessionSpace, deleteSessionSpace, describeSessionSpace, describeSessionSpaces, modifySessionSpace } from './space-actions.js';

@@ -5,10 +5,9 @@
 import { z } from 'zod';
 import type { JsonObject as JsonObjectValue } from '../../db/schema.js';
 import { TimestampInput } from '../../http/schemas.js';
-import type { EventInputValue } from '../events/events.schemas.js';
-import type { EventView } from '../events/event.model.js';
-import type { SessionView, WrittenSessionView } from '../sessions/session.model.js';
-import type { SpaceView } from '../spaces/spaces.schemas.js';
+import type { EventInputValue, EventView } from '../events/index.js';
+import type { SessionView, WrittenSessionView } from '../sessions/index.js';
+import type { SpaceView } from '../spaces/index.js';
 
 /** A String field holding a JSON object (`CustomState`, `StateDelta`, `Extensions`, …), parsed. */
 export const jsonObjectString = (max?: number) => {

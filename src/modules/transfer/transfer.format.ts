@@ -1,7 +1,7 @@
 // Writing an export document as JSON or YAML text, piece by piece, and reading a YAML document
 // safely. Pure apart from consuming the given event chunks: no database, no HTTP.
 import { parse, stringify } from 'yaml';
-import type { EventView } from '../events/event.model.js';
+import type { EventView } from '../events/index.js';
 import type { SessionExport } from './transfer.service.js';
 
 export type ExportFormat = 'json' | 'yaml';

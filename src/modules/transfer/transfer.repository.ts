@@ -1,23 +1,11 @@
 // Queries of export and import. Every query is scoped by account and space.
 import { type Insertable, type Transaction, sql } from 'kysely';
 import type { Executor } from '../../db/connect.js';
-import type { DB, EventRow, EventsTable, JsonObject, SessionRow } from '../../db/schema.js';
+import type { DB, EventRow, EventsTable, JsonObject } from '../../db/schema.js';
 import type { SessionKey, UserKey } from '../../db/keys.js';
-import { liveSessionWithSharedState } from '../sessions/sessions.repository.js';
 
 /** Rows per insert of imported events: 17 columns × 500 stays far below Postgres' 65,535 parameters. */
 const INSERT_CHUNK = 500;
-
-/** The session unless it is missing or expired, with the user's and the space's scoped state. */
-export async function findLiveSessionWithScopes(
-  db: Executor,
-  key: SessionKey,
-): Promise<{ session: SessionRow; userState: JsonObject; appState: JsonObject } | undefined> {
-  const row = await liveSessionWithSharedState(db, key).executeTakeFirst();
-  if (!row) return undefined;
-  const { user_state, app_state, ...session } = row;
-  return { session, userState: user_state, appState: app_state };
-}
 
 /** Events with fromSeq ≤ seq ≤ toSeq, by seq. */
 export async function readEventRange(db: Executor, key: SessionKey, fromSeq: number, toSeq: number): Promise<EventRow[]> {

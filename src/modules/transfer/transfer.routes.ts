@@ -6,7 +6,7 @@ import { SessionPath, SpacePath, errorResponses } from '../../http/schemas.js';
 import type { AppDeps, ZodApp } from '../../http/zod-app.js';
 import { CONTENT_TYPES, YAML_MEDIA_TYPES, chooseExportFormat, exportText, parseYamlDocument } from './transfer.format.js';
 import { ExportDocument, type ExportDocumentValue, ExportQuery, IMPORT_BODY_BYTES, ImportResponse, MAX_TRANSFER_EVENTS, importSchemas } from './transfer.schemas.js';
-import { maySeeSessionContents, writtenSessionAnswer } from '../sessions/session-disclosure.js';
+import { maySeeSessionContents, writtenSessionAnswer } from '../sessions/index.js';
 import { importSession, openExport } from './transfer.service.js';
 
 export async function transferRoutes(app: ZodApp, { db, limits, expensiveSlots }: AppDeps): Promise<void> {

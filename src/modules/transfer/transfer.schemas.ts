@@ -5,12 +5,9 @@ import { z } from 'zod';
 import type { Limits } from '../../config.js';
 import { Identifier, JsonObject, JsonValue, SpaceId, Timestamp, TimestampInput } from '../../http/schemas.js';
 import { jsonBytes, jsonDepth, stateBytes } from '../../lib/json-measure.js';
-import { Event } from '../events/event.model.js';
-import { EventInput } from '../events/events.schemas.js';
-import { metadataIssues } from '../sessions/metadata-rules.js';
-import { WrittenSession } from '../sessions/session.model.js';
-import { APP_PREFIX, USER_PREFIX } from '../state/scoped-state.js';
-import { MEMO_MAX_BYTES } from '../sessions/sessions.service.js';
+import { Event, EventInput } from '../events/index.js';
+import { metadataIssues, WrittenSession, MEMO_MAX_BYTES } from '../sessions/index.js';
+import { APP_PREFIX, USER_PREFIX } from '../state/index.js';
 
 export const EXPORT_FORMAT = 'agent-session/v1';
 

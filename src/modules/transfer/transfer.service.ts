@@ -14,21 +14,27 @@ import type { EventsTable, JsonObject } from '../../db/schema.js';
 import { AppError } from '../../errors.js';
 import { canonicalJson, sha256 } from '../../lib/canonical-json.js';
 import { stateBytes } from '../../lib/json-measure.js';
-import { type EventView, toEventView } from '../events/event.model.js';
-import { type SessionView, toSessionView } from '../sessions/session.model.js';
-import { APP_PREFIX, USER_PREFIX } from '../state/scoped-state.js';
+import { type EventView, toEventView } from '../events/index.js';
+import {
+  type SessionView,
+  toSessionView,
+  sessionNotFound,
+  deleteSessionRow,
+  ensureSpaceUser,
+  findLiveSessionWithScopes,
+  insertSessionIfAbsent,
+  lockSession,
+} from '../sessions/index.js';
+import { APP_PREFIX, USER_PREFIX } from '../state/index.js';
 import { type ExportedSessionValue, type ImportBodyValue, type ImportedEventValue, EXPORT_FORMAT } from './transfer.schemas.js';
 import type { SessionKey } from '../../db/keys.js';
 import {
-  findLiveSessionWithScopes,
   insertEventRows,
   mergeSpaceState,
   mergeUserState,
   readEventRange,
 } from './transfer.repository.js';
-import { sessionNotFound } from '../sessions/session-not-found.js';
-import { deleteSessionRow, ensureSpaceUser, insertSessionIfAbsent, lockSession } from '../sessions/sessions.repository.js';
-import { findSpaceOrThrow } from '../spaces/space-lookup.js';
+import { findSpaceOrThrow } from '../spaces/index.js';
 
 /** Events read per query while exporting. */
 const EXPORT_CHUNK = 1000;

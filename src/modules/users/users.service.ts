@@ -1,8 +1,8 @@
 // The business users of a space: who has sessions or user state there, and when they were last active.
 import type { Database } from '../../db/connect.js';
 import type { PageTokens } from '../../lib/page-token.js';
-import { findSpaceOrThrow } from '../spaces/space-lookup.js';
-import { splitByScope } from '../state/scoped-state.js';
+import { findSpaceOrThrow } from '../spaces/index.js';
+import { splitByScope } from '../state/index.js';
 import { countSpaceUsers, findUserState, listSpaceUsers } from './users.repository.js';
 import type { ListSpaceUsersInput, SpaceUserView, UserStateView } from './users.schemas.js';
 

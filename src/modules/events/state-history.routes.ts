@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { JsonObject, JsonValue, SessionPath, errorResponses } from '../../http/schemas.js';
 import { viewSerializerCompiler } from '../../http/view-serializer.js';
 import type { AppDeps, ZodApp } from '../../http/zod-app.js';
-import { Event } from '../events/event.model.js';
+import { Event } from './event.model.js';
 import { createSingleFlight } from '../../lib/single-flight.js';
 import { getStateAtEvent } from './state-history.service.js';
 

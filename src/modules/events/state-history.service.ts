@@ -10,11 +10,10 @@ import { AppError } from '../../errors.js';
 import { type JsonChange, diffJson } from '../../lib/json-diff.js';
 import type { StateAtMetrics } from '../../lib/metrics-registry.js';
 import type { SingleFlight } from '../../lib/single-flight.js';
-import { type EventView, toEventView } from '../events/event.model.js';
-import { findEventBySeq } from '../events/events.repository.js';
-import { sessionNotFound } from '../sessions/session-not-found.js';
-import { splitByScope } from './scoped-state.js';
-import { type StateDeltaMode, applyStateDelta } from './state-delta.js';
+import { type EventView, toEventView } from './event.model.js';
+import { findEventBySeq } from './events.repository.js';
+import { sessionNotFound } from '../sessions/index.js';
+import { splitByScope, type StateDeltaMode, applyStateDelta } from '../state/index.js';
 import { latestCheckpointSeq, replaySessionState, writeStateCheckpoint } from './state-history.repository.js';
 
 /**

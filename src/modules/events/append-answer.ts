@@ -1,0 +1,47 @@
+// The append's answer: the session after the append, with its user's and space's state, and the
+// sizes the state limit measured. Written once here for TypeScript; the SQL side is the OUT
+// columns of append_events() and append_events_batch() (migrations 0004, 0007, 0008, frozen), and
+// test/integration/append-answer-columns.test.ts checks the two sides agree, name for name, in order.
+import type { JsonObject, JsonValue } from '../../db/schema.js';
+
+export interface AppendedSession {
+  title: string;
+  metadata: Record<string, string>;
+  state: JsonObject;
+  memo: JsonValue | null;
+  window_start_seq: number;
+  event_count: number;
+  revision: number;
+  create_time: Date;
+  update_time: Date;
+  expire_time: Date | null;
+  user_state: JsonObject;
+  app_state: JsonObject;
+  session_bytes: number | null;
+  user_bytes: number | null;
+  app_bytes: number | null;
+}
+
+/** The answer's columns in the functions' order: what a statement selects from them. */
+export const APPEND_ANSWER_COLUMNS = [
+  'title',
+  'metadata',
+  'state',
+  'memo',
+  'window_start_seq',
+  'event_count',
+  'revision',
+  'create_time',
+  'update_time',
+  'expire_time',
+  'user_state',
+  'app_state',
+  'session_bytes',
+  'user_bytes',
+  'app_bytes',
+] as const satisfies readonly (keyof AppendedSession)[];
+
+// Every field of AppendedSession is a column above (the `satisfies` checks the converse).
+type MissingColumns = Exclude<keyof AppendedSession, (typeof APPEND_ANSWER_COLUMNS)[number]>;
+const everyFieldIsAColumn: MissingColumns extends never ? true : MissingColumns = true;
+void everyFieldIsAColumn;
