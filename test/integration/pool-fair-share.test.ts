@@ -70,7 +70,7 @@ async function setUp(poolPerAccount: number) {
   return { observer, waitingForLock, poolWaiting, bTurn, letGo };
 }
 
-describe.runIf(inject('testBackend').kind === 'postgres')('the database pool shared between accounts', () => {
+describe.runIf(inject('testBackend').kind === 'postgres')('the database pool shared between accounts (PostgreSQL: an outside connection holds the locks)', () => {
   it("keeps one account's slow requests to its share of the pool, so another account's turn is answered 2xx", async () => {
     const { waitingForLock, poolWaiting, bTurn, letGo } = await setUp(2);
     // A holds its share (2 connections, both waiting for the lock); its other 4 PATCHes wait for A's turn.
