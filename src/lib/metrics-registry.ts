@@ -213,31 +213,27 @@ function registerEventStreamMetrics(registry: Registry, counts: EventStreamCount
   });
 }
 
+/** A gauge whose value is read when /metrics is scraped, so it costs nothing between scrapes. */
+function scrapedGauge(registry: Registry, name: string, help: string, read: () => number): Gauge {
+  return new Gauge({
+    name,
+    help,
+    registers: [registry],
+    collect() {
+      this.set(read());
+    },
+  });
+}
+
 function registerExpensiveSlotGauges(registry: Registry, slots: SlotCounts): void {
-  const gauge = (name: string, help: string, read: () => number) =>
-    new Gauge({
-      name,
-      help,
-      registers: [registry],
-      collect() {
-        this.set(read());
-      },
-    });
+  const gauge = (name: string, help: string, read: () => number) => scrapedGauge(registry, name, help, read);
   gauge('expensive_requests_running', 'Expensive requests (session lists, state-at, export, import, appends with a large delta) holding one of the LIST_CONCURRENCY slots.', () => slots.running);
   gauge('expensive_requests_waiting', 'Expensive requests waiting for a slot: the instance is full, or their account holds its EXPENSIVE_PER_ACCOUNT share.', () => slots.waiting);
 }
 
 // Read when scraped, so they cost nothing between scrapes.
 function registerPoolGauges(registry: Registry, pool: PoolStats): void {
-  const gauge = (name: string, help: string, read: () => number) =>
-    new Gauge({
-      name,
-      help,
-      registers: [registry],
-      collect() {
-        this.set(read());
-      },
-    });
+  const gauge = (name: string, help: string, read: () => number) => scrapedGauge(registry, name, help, read);
   gauge('db_pool_connections', 'Open database connections (idle + in use).', () => pool.totalCount);
   gauge('db_pool_connections_idle', 'Open database connections not serving a query.', () => pool.idleCount);
   gauge('db_pool_connections_in_use', 'Database connections checked out by a request or job.', () => pool.totalCount - pool.idleCount);
