@@ -32,6 +32,8 @@ import { openDatabase } from '../src/db/connect.js';
 import { migrateToLatest } from '../src/db/migrate.js';
 import { createAccount } from '../src/modules/accounts/accounts.service.js';
 import { tc3CanonicalRequest, tc3Date, tc3Signature, tc3StringToSign } from '../src/lib/tc3-signature.js';
+import { readdirSync, readFileSync } from 'node:fs';
+import { cpuSecondsOf } from './cpu-meter.js';
 import { freePort, rssOfProcess, startServer, stopServer, waitReady } from './server-process.js';
 import { createBenchDatabase, percentile } from './support.js';
 
@@ -212,6 +214,8 @@ interface Phase {
   rssPeak: number;
   alive: boolean;
   attack?: AttackReport;
+  /** CPU seconds the phase cost: the server process, the database's backends, and A's process. */
+  cpu: { server: number; postgres: number; attacker: number; seconds: number };
 }
 
 async function main(): Promise<void> {
@@ -281,7 +285,7 @@ async function main(): Promise<void> {
 
     const pid = server.pid!;
     const phase = async (name: string, seconds: number, attack?: number): Promise<Phase> => {
-      const result: Phase = { name, turns: [], failed: 0, failures: {}, rssStart: rssOfProcess(pid), rssPeak: 0, alive: true };
+      const result: Phase = { name, turns: [], failed: 0, failures: {}, rssStart: rssOfProcess(pid), rssPeak: 0, alive: true, cpu: { server: 0, postgres: 0, attacker: 0, seconds: 0 } };
       result.rssPeak = result.rssStart;
       const sampler = setInterval(() => {
         try {
@@ -292,6 +296,7 @@ async function main(): Promise<void> {
       }, 200);
       const attacker = attack === undefined ? undefined : startAttacker({ attack, seconds, base, spaceId: aSpace, tokens });
       await attacker?.ready;
+      const cpuBefore = { server: cpuSecondsOf(pid), postgres: postgresCpuSeconds(), attacker: attacker ? cpuSecondsOf(attacker.pid) : 0, at: performance.now() };
       const until = performance.now() + seconds * 1000;
       let n = 0;
       await Promise.all(
@@ -316,6 +321,12 @@ async function main(): Promise<void> {
           }
         }),
       );
+      result.cpu = {
+        server: cpuSecondsOf(pid) - cpuBefore.server,
+        postgres: postgresCpuSince(cpuBefore.postgres),
+        attacker: attacker ? cpuSecondsOf(attacker.pid) - cpuBefore.attacker : 0,
+        seconds: (performance.now() - cpuBefore.at) / 1000,
+      };
       if (attacker) result.attack = await attacker.report;
       clearInterval(sampler);
       result.alive = server!.exitCode === null && (await fetch(`${base}/healthz`).then((res) => res.ok, () => false));
@@ -363,7 +374,32 @@ function fail(phase: Phase, why: string): void {
   phase.failures[why] = (phase.failures[why] ?? 0) + 1;
 }
 
-function startAttacker(plan: AttackPlan): { ready: Promise<void>; report: Promise<AttackReport> } {
+/**
+ * CPU seconds used so far by each process named postgres on this machine: the backends of both
+ * accounts' requests and the cluster's own writers (WAL, checkpoints), which a big state's rewrite
+ * keeps busy too. A backend that exits within a phase is not counted.
+ */
+function postgresCpuSeconds(): Map<number, number> {
+  const seconds = new Map<number, number>();
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'postgres') seconds.set(Number(pid), cpuSecondsOf(Number(pid)));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return seconds;
+}
+
+/** The CPU seconds the postgres processes used between two readings (a process started since counts whole). */
+function postgresCpuSince(before: Map<number, number>): number {
+  let seconds = 0;
+  for (const [pid, now] of postgresCpuSeconds()) seconds += now - (before.get(pid) ?? 0);
+  return seconds;
+}
+
+function startAttacker(plan: AttackPlan): { pid: number; ready: Promise<void>; report: Promise<AttackReport> } {
   const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url)], {
     env: { ...process.env, NEIGHBOURS_ATTACK: JSON.stringify(plan) },
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -390,7 +426,7 @@ function startAttacker(plan: AttackPlan): { ready: Promise<void>; report: Promis
       }
     });
   });
-  return { ready, report };
+  return { pid: child.pid!, ready, report };
 }
 
 const stats = (turns: number[]) => {
@@ -404,8 +440,8 @@ function passes(result: Phase, quiet: Phase): boolean {
 }
 
 function printHeader(): void {
-  console.log('\n| phase | B turns | B p50 ms | B p99 ms | p50 ÷ quiet | p99 ÷ quiet | B failed | RSS start MB | RSS peak growth MB | alive | verdict |');
-  console.log('|---|---|---|---|---|---|---|---|---|---|---|');
+  console.log('\n| phase | B turns | B p50 ms | B p99 ms | p50 ÷ quiet | p99 ÷ quiet | B failed | RSS start MB | RSS peak growth MB | alive | verdict | CPU % server / PostgreSQL / A | CPU ms per A request server / PostgreSQL |');
+  console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|');
 }
 
 function printRow(result: Phase, quiet: Phase): void {
@@ -414,8 +450,20 @@ function printRow(result: Phase, quiet: Phase): void {
   const isQuiet = result === quiet;
   console.log(
     `| ${result.name} | ${result.turns.length} | ${own.p50.toFixed(0)} | ${own.p99.toFixed(0)} | ${isQuiet ? '1' : (own.p50 / base.p50).toFixed(1)} | ${isQuiet ? '1' : (own.p99 / base.p99).toFixed(1)} | ` +
-      `${result.failed} | ${result.rssStart.toFixed(0)} | ${(result.rssPeak - result.rssStart).toFixed(0)} | ${result.alive ? 'yes' : 'NO'} | ${isQuiet ? '' : passes(result, quiet) ? 'PASS' : 'FAIL'} |`,
+      `${result.failed} | ${result.rssStart.toFixed(0)} | ${(result.rssPeak - result.rssStart).toFixed(0)} | ${result.alive ? 'yes' : 'NO'} | ${isQuiet ? '' : passes(result, quiet) ? 'PASS' : 'FAIL'} | ${cpuShares(result)} | ${cpuPerRequest(result)} |`,
   );
+}
+
+/** Each process's CPU over the phase, as a share of one core. */
+function cpuShares({ cpu }: Phase): string {
+  const share = (seconds: number) => `${((100 * seconds) / cpu.seconds).toFixed(0)}`;
+  return `${share(cpu.server)} / ${share(cpu.postgres)} / ${share(cpu.attacker)}`;
+}
+
+/** The server's and PostgreSQL's CPU over the phase per request of A's (B's share included). */
+function cpuPerRequest({ cpu, attack }: Phase): string {
+  const requests = Object.values(attack?.statuses ?? {}).reduce((sum, n) => sum + n, 0);
+  return requests ? `${((1000 * cpu.server) / requests).toFixed(1)} / ${((1000 * cpu.postgres) / requests).toFixed(1)}` : '';
 }
 
 if (process.env.NEIGHBOURS_ATTACK) {

@@ -137,7 +137,7 @@ export async function buildApp({
   registerErrorHandling(app, { databaseOutage });
   registerRequestLogging(app);
   registerShutdownRefusal(app);
-  const expensiveSlots = createAccountSlots({ total: limits.listConcurrency, perAccount: limits.expensivePerAccount });
+  const expensiveSlots = createAccountSlots({ total: limits.listConcurrency, perAccount: limits.expensivePerAccount, timeShare: limits.expensiveTimeShare });
   const appendBatcher = createAppendBatcher(db, batchingOptions(limits, expensiveSlots));
   const appendPath = createAppendPath(db, limits, appendBatcher);
   const eventStreamCounts: EventStreamCounts = { open: 0, sharedReads: 0, catchUpReads: 0 };

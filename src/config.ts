@@ -83,6 +83,13 @@ const environmentSchema = z.object({
   // Of those slots, the most one account may hold at once (default: half, rounded up), so that one
   // account's expensive requests never hold them all (src/lib/account-slots.ts).
   EXPENSIVE_PER_ACCOUNT: z.coerce.number().int().min(1).optional(),
+  // And the time one account's expensive requests may hold those slots: seconds per second of wall
+  // time on an instance, with a burst; one request is charged at most EXPENSIVE_MAX_CHARGE_SECONDS
+  // (an export to a slow reader holds its slot long but is not all work). Past it the account's
+  // expensive requests wait until the budget refills (src/lib/account-slots.ts, docs/design.md §8).
+  EXPENSIVE_SECONDS_PER_SECOND: z.coerce.number().positive().max(1000).default(0.5),
+  EXPENSIVE_BURST_SECONDS: z.coerce.number().positive().max(3600).default(2),
+  EXPENSIVE_MAX_CHARGE_SECONDS: z.coerce.number().positive().max(3600).default(1),
   // An append whose stateDeltas are larger than this is known to be slow: it does not join a batch,
   // and it takes one of its account's expensive-request slots (docs/design.md §8).
   APPEND_ALONE_DELTA_BYTES: z.coerce.number().int().min(1).default(16 * KiB),
@@ -136,6 +143,8 @@ export interface Limits {
   listConcurrency: number;
   /** Of those, the most one account may run at once. */
   expensivePerAccount: number;
+  /** The time one account's expensive requests may hold slots: seconds per second, burst, most charged per request. */
+  expensiveTimeShare: { perSecond: number; burstSeconds: number; maxChargeSeconds: number };
   /** An append whose stateDeltas are larger than this goes alone, in one of those slots. */
   appendAloneDeltaBytes: number;
   /** Appends per database call (group commit, append-batcher.ts); 1 sends each alone. */
@@ -211,6 +220,7 @@ function limitsFrom(env: z.infer<typeof environmentSchema>): Limits {
     filters: env.MAX_FILTERS,
     listConcurrency,
     expensivePerAccount: Math.min(listConcurrency, env.EXPENSIVE_PER_ACCOUNT ?? Math.ceil(listConcurrency / 2)),
+    expensiveTimeShare: { perSecond: env.EXPENSIVE_SECONDS_PER_SECOND, burstSeconds: env.EXPENSIVE_BURST_SECONDS, maxChargeSeconds: env.EXPENSIVE_MAX_CHARGE_SECONDS },
     appendAloneDeltaBytes: env.APPEND_ALONE_DELTA_BYTES,
     appendBatchMax: env.APPEND_BATCH_MAX,
     appendBatchConcurrency: env.APPEND_BATCH_CONCURRENCY ?? (env.DATABASE_URL ? Math.min(2, env.DB_POOL_MAX) : 1),

@@ -8,7 +8,15 @@
 // waiters), so an account that asks rarely is served before one with a long queue, whatever their
 // order of arrival; ties go to the oldest waiter. Work that belongs to no account (background
 // tasks, batches of many accounts' appends) counts in the total but has no share to keep to.
-// Pure (no I/O).
+//
+// With a time share, holding a slot also costs the account time: each holding is charged its
+// duration (at most `maxChargeSeconds`) against a budget that refills at `perSecond` seconds a
+// second up to `burstSeconds`. An account whose budget is spent waits, however many slots are free,
+// until it refills. A cap on concurrency alone does not bound what an account takes from the
+// machine: one slot held back to back keeps a core busy, and faster answers only let a closed loop
+// send more. The time share bounds the account's expensive work to a fraction of wall time, and a
+// busy machine, where everything takes longer, makes it stricter by itself.
+// Pure but for the clock and one timer (the wake-up of accounts waiting for their budget).
 
 export interface AccountSlots {
   /** Runs `task` once a slot is free for `accountId`; the slot is given back when it settles. */
@@ -33,9 +41,48 @@ interface Waiter {
   start: () => void;
 }
 
-export function createAccountSlots({ total, perAccount }: { total: number; perAccount: number }): AccountSlots {
+/** Seconds of holding per second an account may use, with a burst, and the most one holding is charged. */
+export interface TimeShare {
+  perSecond: number;
+  burstSeconds: number;
+  maxChargeSeconds: number;
+  /** Milliseconds (tests); default performance.now. */
+  now?: () => number;
+}
+
+/** An account's budget of holding time: `seconds` left at the moment `at` (ms). */
+interface Budget {
+  seconds: number;
+  at: number;
+}
+
+/** Budgets kept before the full ones are forgotten (a full budget is the default). */
+const BUDGETS_KEPT = 1_000;
+
+export function createAccountSlots({ total, perAccount, timeShare }: { total: number; perAccount: number; timeShare?: TimeShare | undefined }): AccountSlots {
   if (!Number.isInteger(total) || total < 1) throw new Error(`account slots need at least one slot, not ${total}`);
   if (!Number.isInteger(perAccount) || perAccount < 1) throw new Error(`an account needs at least one slot, not ${perAccount}`);
+  if (timeShare && !(timeShare.perSecond > 0 && timeShare.burstSeconds > 0 && timeShare.maxChargeSeconds > 0)) {
+    throw new Error('a time share needs a positive rate, burst and charge cap');
+  }
+  const now = timeShare?.now ?? (() => performance.now());
+  const budgets = new Map<string, Budget>();
+  /** The budget of `key` now: what was left, refilled since, at most the burst. */
+  const budgetOf = (key: string, at: number): number => {
+    const budget = budgets.get(key);
+    if (!timeShare || !budget) return timeShare?.burstSeconds ?? Infinity;
+    return Math.min(timeShare.burstSeconds, budget.seconds + ((at - budget.at) / 1000) * timeShare.perSecond);
+  };
+  const charge = (key: string, startedAt: number) => {
+    if (!timeShare || key === NO_ACCOUNT) return;
+    const at = now();
+    const cost = Math.min(timeShare.maxChargeSeconds, (at - startedAt) / 1000);
+    budgets.set(key, { seconds: budgetOf(key, at) - cost, at });
+    if (budgets.size > BUDGETS_KEPT) {
+      for (const [other] of budgets) if (budgetOf(other, at) >= timeShare.burstSeconds && !held.has(other)) budgets.delete(other);
+    }
+  };
+  const inBudget = (key: string) => !timeShare || key === NO_ACCOUNT || budgetOf(key, now()) > 0;
   let running = 0;
   let waiting = 0;
   let arrivals = 0;
@@ -43,7 +90,7 @@ export function createAccountSlots({ total, perAccount }: { total: number; perAc
   /** Each waiting account's waiters, oldest first. */
   const queues = new Map<string, Waiter[]>();
   const heldBy = (key: string) => held.get(key) ?? 0;
-  const withinShare = (key: string) => key === NO_ACCOUNT || heldBy(key) < perAccount;
+  const withinShare = (key: string) => key === NO_ACCOUNT || (heldBy(key) < perAccount && inBudget(key));
   const take = (key: string) => {
     running++;
     held.set(key, heldBy(key) + 1);
@@ -66,17 +113,35 @@ export function createAccountSlots({ total, perAccount }: { total: number; perAc
     waiting--;
     return true;
   };
-  const release = (key: string) => {
-    running--;
-    const left = heldBy(key) - 1;
-    if (left === 0) held.delete(key);
-    else held.set(key, left);
-    // A release frees room in the total and in one account's share: start whoever fits now.
+  let wakeUp: NodeJS.Timeout | undefined;
+  /** Starts whoever fits now; then, if an account still waits only for its budget, wakes up when it refills. */
+  const dispatch = () => {
     for (let waiter = running < total ? next() : undefined; waiter; waiter = running < total ? next() : undefined) {
       dequeue(waiter);
       take(waiter.key);
       waiter.start();
     }
+    if (!timeShare || wakeUp || running >= total) return;
+    const at = now();
+    let soonest = Infinity;
+    for (const key of queues.keys()) {
+      if (heldBy(key) < perAccount) soonest = Math.min(soonest, (-budgetOf(key, at) / timeShare.perSecond) * 1000);
+    }
+    if (soonest === Infinity) return;
+    wakeUp = setTimeout(() => {
+      wakeUp = undefined;
+      dispatch();
+    }, Math.max(1, Math.ceil(soonest) + 1));
+    wakeUp.unref();
+  };
+  const release = (key: string, startedAt: number) => {
+    running--;
+    const left = heldBy(key) - 1;
+    if (left === 0) held.delete(key);
+    else held.set(key, left);
+    charge(key, startedAt);
+    // A release frees room in the total and in one account's share: start whoever fits now.
+    dispatch();
   };
   const acquire: AccountSlots['acquire'] = async (accountId, wait) => {
     const key = accountId ?? NO_ACCOUNT;
@@ -95,13 +160,16 @@ export function createAccountSlots({ total, perAccount }: { total: number; perAc
         if (queue) queue.push(waiter);
         else queues.set(key, [waiter]);
         waiting++;
+        // Free slots and a spent budget: nothing releases a slot to start this waiter, the clock does.
+        dispatch();
       });
     }
+    const startedAt = now();
     let given = false;
     return () => {
       if (given) return;
       given = true;
-      release(key);
+      release(key, startedAt);
     };
   };
   return {
