@@ -48,20 +48,7 @@ export default tseslint.config(
       'boundaries/no-deep-import': 'error',
       'boundaries/no-repository-in-entry': 'error',
       'boundaries/no-module-cycle': 'error',
-      'boundaries/file-roles': ['error', {
-        queryExceptions: [
-          // The batcher sends many sessions' appends as one prepared statement on one pooled
-          // connection: it is the append repository's transport, and owns the connection itself.
-          'events/append-batcher.ts',
-          // The liveness probe: one 'SELECT 1' through src/db/ping.ts, no table.
-          'health/health.routes.ts',
-        ],
-        httpExceptions: [
-          // The API 3.0 action table runs the REST routes' authorize() for each action; tc3.routes.ts
-          // dispatches to it.
-          'tencent/tc3-actions.ts',
-        ],
-      }],
+      'boundaries/file-roles': 'error',
     },
   },
 );

@@ -260,6 +260,76 @@ describe.runIf(inject('testBackend').kind === 'postgres')('group commit on two i
     }
   });
 
+  it('when a batch loses its connection, answers each of its appends 503 and writes none of them; retried with their eventIds, each is stored once', { timeout: 30_000 }, async () => {
+    const handle = await openDatabase({ kind: 'postgres', url: t.database.pool.options.connectionString!, poolMax: 4, statementTimeoutMs: 10_000, connectTimeoutMs: 10_000 });
+    const app = await buildApp({ db: handle.db, pageTokenKey: TEST_PAGE_TOKEN_KEY, limits: { ...DEFAULT_LIMITS, rateLimitMax: 0, appendBatchConcurrency: 1, appendBatchLockWaitMs: 10_000 } });
+    // Two transactions of others: one holds the blocker's session for a moment, the other holds a
+    // session of the batch until the batch's connection is gone.
+    const [blockerHolder, lockedHolder, killer] = [await t.database.pool.connect(), await t.database.pool.connect(), await t.database.pool.connect()];
+    const lockSessions = async (holder: typeof killer, sessionIds: string[]) => {
+      await holder.query('BEGIN');
+      await holder.query('SELECT 1 FROM sessions WHERE account_id = $1 AND session_id = ANY ($2) FOR UPDATE', [t.account.accountId, sessionIds]);
+    };
+    try {
+      const [blocker, locked, ...free] = await Promise.all(Array.from({ length: 6 }, () => newSession()));
+      const batched = [locked!, ...free];
+      await lockSessions(blockerHolder, [blocker!]);
+      await lockSessions(lockedHolder, [locked!]);
+      const before = await Promise.all(batched.map(snapshot));
+      const counts = await batchCounts(app);
+      const post = (sessionId: string) =>
+        app.inject({
+          method: 'POST',
+          url: eventsUrl(sessionId),
+          headers: { authorization: `Bearer ${t.account.rootCredential.token}` },
+          payload: { eventId: `lost-${sessionId}`, author: 'user', actions: { stateDelta: { ok: 1 } } },
+        });
+      // The blocker's call holds the one append call while the others arrive; once its session is
+      // free they go out as one batch, which waits for the locked session (within its 10 s lock
+      // budget) until its connection is terminated under it.
+      const blockerAnswer = post(blocker!);
+      await new Promise((resolve) => setTimeout(resolve, 150));
+      const batchAnswers = Promise.all(batched.map(post));
+      await new Promise((resolve) => setTimeout(resolve, 150));
+      await blockerHolder.query('ROLLBACK');
+      expect((await blockerAnswer).statusCode).toBe(201);
+      let batchBackend: number | undefined;
+      for (let attempt = 0; attempt < 200 && batchBackend === undefined; attempt++) {
+        const { rows } = await killer.query<{ pid: number }>(
+          "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query LIKE '%append_events_batch(%' AND wait_event_type = 'Lock'",
+        );
+        batchBackend = rows[0]?.pid;
+        if (batchBackend === undefined) await new Promise((resolve) => setTimeout(resolve, 25));
+      }
+      expect(batchBackend).toBeDefined();
+      await killer.query('SELECT pg_terminate_backend($1)', [batchBackend]);
+      const answers = await batchAnswers;
+      await lockedHolder.query('ROLLBACK');
+
+      // What committed is unknown to the service after a lost connection: every append of the
+      // batch is answered 503 with Retry-After, none as written and none run again behind the
+      // client's back, and the database shows none of them.
+      expect(answers.map((res) => res.statusCode)).toEqual(answers.map(() => 503));
+      for (const res of answers) {
+        expect(res.json().error.code).toBe('ResourceUnavailable.Database');
+        expect(res.headers['retry-after']).toBeDefined();
+      }
+      expect(await Promise.all(batched.map(snapshot))).toEqual(before);
+      // The call that was terminated was the batch's (found by its statement above), and none of its
+      // appends was run again alone.
+      expect((await batchCounts(app)).reruns - counts.reruns).toBe(0);
+
+      // The client's retry with the same eventIds stores each event once.
+      const retried = await Promise.all(batched.map(post));
+      expect(retried.map((res) => res.statusCode)).toEqual(retried.map(() => 201));
+      for (const sessionId of batched) expect((await snapshot(sessionId)).events.map((event) => event.event_id)).toEqual([`lost-${sessionId}`]);
+    } finally {
+      for (const client of [killer, lockedHolder, blockerHolder]) client.release();
+      await app.close();
+      await handle.close();
+    }
+  });
+
   it('when a session of a batch stays locked, only its append leaves the batch: the batch writes the others at once', { timeout: 30_000 }, async () => {
     const handle = await openDatabase({ kind: 'postgres', url: t.database.pool.options.connectionString!, poolMax: 4, statementTimeoutMs: 2_000, connectTimeoutMs: 10_000 });
     const app = await buildApp({ db: handle.db, pageTokenKey: TEST_PAGE_TOKEN_KEY, limits: { ...DEFAULT_LIMITS, rateLimitMax: 0, appendBatchConcurrency: 1, appendSessionQueueWaitMs: 500 } });

@@ -31,21 +31,15 @@
 // queue instead of the next batch, so a session that stays locked occupies one connection, not the
 // batches of everyone else. An append that waited in such a queue longer than `sessionQueueWaitMs`
 // is answered 503 without being sent.
-import { CompiledQuery } from 'kysely';
 import type { Limits } from '../../config.js';
-import { detectCitus } from '../../db/citus.js';
-import { isShardMovedAway } from '../../db/errors.js';
 import type { Database } from '../../db/connect.js';
-import { ConnectionStateError } from '../../db/guarded-pool.js';
 import type { SessionKey } from '../../db/keys.js';
-import { preparedStatement } from '../../db/prepared-statements.js';
-import { SQLSTATE } from '../../db/sqlstate.js';
 import { AppError } from '../../errors.js';
 import { runForNoAccount } from '../../lib/account-scope.js';
 import type { AccountSlots } from '../../lib/account-slots.js';
 import type { AppendBatchCounts } from '../../lib/metrics-registry.js';
 import type { EventDocument } from './append-plan.js';
-import { type AppendedSession, appendInDatabase } from './append.repository.js';
+import { type AppendedSession, type BatchRow, type BatchScope, appendBatchInDatabase, appendInDatabase, batchRolledBackWhole, isCitusDatabase } from './append.repository.js';
 
 export interface AppendBatcherOptions {
   /** Appends per database call; 1 sends each alone. At most 32 (see the migration). */
@@ -66,7 +60,7 @@ export interface AppendBatcherOptions {
   batchScope?: BatchScope | undefined;
 }
 
-export type BatchScope = 'any-accounts' | 'one-account';
+export type { BatchScope } from './append.repository.js';
 
 /** The batcher an instance with these limits runs, its slow appends in `expensiveSlots`. */
 export const batchingOptions = (limits: Limits, expensiveSlots: AccountSlots): AppendBatcherOptions => ({
@@ -88,23 +82,6 @@ interface Waiting {
   resolve: (session: AppendedSession | undefined) => void;
   reject: (error: unknown) => void;
 }
-
-/** A row of append_events_batch(): an append it wrote, by its 1-based place in the batch. */
-interface BatchRow extends AppendedSession {
-  ordinal: number;
-}
-
-const APPEND_EVENTS_BATCH = preparedStatement('append_events_batch', 'SELECT * FROM append_events_batch($1::jsonb, $2, $3)');
-const APPEND_EVENTS_OF_ACCOUNT = preparedStatement('append_events_of_account', 'SELECT * FROM append_events_of_account($1, $2::jsonb, $3, $4)');
-
-// Failures after which no append of the call committed, so each may be run again alone: the call was
-// cancelled (statement timeout) or ran out of lock time as a whole, or its connection carried a
-// transaction someone else began (25P02: aborted; ConnectionStateError: still open, destroyed
-// now). A lost connection is not among them: what committed is unknown, as for one append.
-const ROLLED_BACK_WHOLE = new Set<string>([SQLSTATE.queryCanceled, SQLSTATE.lockNotAvailable, SQLSTATE.inFailedSqlTransaction]);
-// On Citus, a call routed to a shard a split or move retired meanwhile did nothing either.
-const rolledBackWhole = (error: unknown) =>
-  error instanceof ConnectionStateError || isShardMovedAway(error) || ROLLED_BACK_WHOLE.has((error as { code?: string }).code ?? '');
 
 export class AppendBatcher {
   /** Read by /metrics (append_batches_total and the two after it). */
@@ -185,7 +162,7 @@ export class AppendBatcher {
   private detectScope(): void {
     if (this.detectingScope) return;
     this.detectingScope = true;
-    detectCitus(this.db).then(
+    isCitusDatabase(this.db).then(
       (citus) => {
         this.detectingScope = false;
         this.batchScope = citus ? 'one-account' : 'any-accounts';
@@ -208,7 +185,7 @@ export class AppendBatcher {
     try {
       rows = await this.callBatch(batch);
     } catch (error) {
-      if (!rolledBackWhole(error)) return batch.forEach((waiting) => waiting.reject(error));
+      if (!batchRolledBackWhole(error)) return batch.forEach((waiting) => waiting.reject(error));
       rows = [];
     }
     this.stats.batches++;
@@ -222,14 +199,10 @@ export class AppendBatcher {
     });
   }
 
-  private async callBatch(batch: Waiting[]): Promise<BatchRow[]> {
+  private callBatch(batch: Waiting[]): Promise<BatchRow[]> {
     const appends = batch.map(({ key, events, ifMatch }) => ({ ...key, events, ...(ifMatch ? { ifMatch } : {}) }));
     const { stateLimit, lockWaitMs } = this.options;
-    const query =
-      this.batchScope === 'one-account'
-        ? CompiledQuery.raw(APPEND_EVENTS_OF_ACCOUNT, [batch[0]!.key.accountId, JSON.stringify(appends), stateLimit, lockWaitMs])
-        : CompiledQuery.raw(APPEND_EVENTS_BATCH, [JSON.stringify(appends), stateLimit, lockWaitMs]);
-    return (await this.db.executeQuery<BatchRow>(query)).rows;
+    return appendBatchInDatabase(this.db, { scope: this.batchScope ?? 'any-accounts', accountId: batch[0]!.key.accountId }, appends, stateLimit, lockWaitMs);
   }
 
   /** Runs the append alone, after the appends of its session queued before it. */

@@ -1,10 +1,7 @@
 import { z } from 'zod';
-import { pingDatabase } from '../../db/ping.js';
-import { AppError } from '../../errors.js';
 import { ErrorBody } from '../../http/schemas.js';
 import type { AppDeps, ZodApp } from '../../http/zod-app.js';
-
-const READINESS_TIMEOUT_MS = 2_000;
+import { checkReadiness } from './health.service.js';
 
 export async function healthRoutes(app: ZodApp, { db }: AppDeps): Promise<void> {
   app.get(
@@ -25,11 +22,7 @@ export async function healthRoutes(app: ZodApp, { db }: AppDeps): Promise<void> 
       },
     },
     async () => {
-      try {
-        await pingDatabase(db, READINESS_TIMEOUT_MS);
-      } catch (error) {
-        throw new AppError('ResourceUnavailable.Database', 'The database is not reachable.', { headers: { 'retry-after': '2' }, cause: error });
-      }
+      await checkReadiness(db);
       return { status: 'ready' as const };
     },
   );

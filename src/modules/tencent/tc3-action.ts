@@ -26,6 +26,11 @@ export interface Tc3Context {
   /** The instance's append path, shared with the REST routes (AppDeps.appendPath). */
   appendPath: AppendPath;
   principal: Principal;
+  /**
+   * The REST routes' authorization of the principal for an action on the account or one space
+   * (src/http/authorization.ts), bound by tc3.routes.ts: the action table runs it before each action.
+   */
+  authorize(action: Action, scope: Exclude<ResourceScope, 'account'>, spaceId: string | undefined): Promise<void>;
 }
 
 export interface Tc3Action<S extends z.ZodType = z.ZodType> {

@@ -1,8 +1,6 @@
 // The twelve Session actions of ags 2025-09-20, by name, and the dispatch of one request to its
 // action: model validation, the same authorization as the REST routes, then the service.
-import { authorize } from '../../http/authorization.js';
 import { AppError } from '../../errors.js';
-import { findSpaceOrThrow } from '../spaces/index.js';
 import { appendEventAction, describeEventsAction } from './event-actions.js';
 import { createSessionAction, deleteSessionAction, describeSessionAction, describeSessionsAction, modifySessionAction } from './session-actions.js';
 import { createSessionSpace, deleteSessionSpace, describeSessionSpace, describeSessionSpaces, modifySessionSpace } from './space-actions.js';
@@ -39,7 +37,7 @@ export async function dispatchAction(context: Tc3Context, name: string | undefin
   const input = parseModel(action.request, withoutNulls(body));
   try {
     const spaceId = action.spaceIdOf?.(input);
-    await authorize((accountId, id) => findSpaceOrThrow(context.db, accountId, id), context.principal, action.permission.action, action.permission.scope, spaceId);
+    await context.authorize(action.permission.action, action.permission.scope, spaceId);
     return await action.run(context, input);
   } catch (error) {
     if (error instanceof AppError) throw fromAppError(error, action.sessionNotFound);

@@ -5,13 +5,16 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { isDatabaseUnavailable } from '../../db/errors.js';
 import { AppError } from '../../errors.js';
+import { authorize } from '../../http/authorization.js';
 import { type RateLimitCounters, registerRateLimit } from '../../http/rate-limit.js';
 import { findInexactInteger, findUnstorableText, unsupportedCharset } from '../../http/request-text.js';
 import type { AppDeps, ZodApp } from '../../http/zod-app.js';
 import type { AppendDeps } from '../events/index.js';
 import type { Principal } from '../../lib/principal.js';
 import type { CredentialCache } from '../accounts/index.js';
+import { findSpaceOrThrow } from '../spaces/index.js';
 import { type SignatureRecord, authenticateSignedRequest } from './signature-auth.service.js';
+import type { Tc3Context } from './tc3-action.js';
 import { dispatchAction } from './tc3-actions.js';
 import { Tc3Error, fromAppError } from './tc3-errors.js';
 
@@ -88,7 +91,18 @@ export async function tencentApiRoutes(scope: ZodApp, deps: AppDeps & AppendDeps
   await registerRateLimit(scope, deps.limits, rateLimitCounters);
 
   const handler = async (request: FastifyRequest, reply: FastifyReply) => {
-    const context = { db, limits: deps.limits, pageTokens: deps.pageTokens, metrics: deps.metrics, expensiveSlots: deps.expensiveSlots, eventFeed: deps.eventFeed, appendPath: deps.appendPath, principal: request.principal };
+    const { principal } = request;
+    const context: Tc3Context = {
+      db,
+      limits: deps.limits,
+      pageTokens: deps.pageTokens,
+      metrics: deps.metrics,
+      expensiveSlots: deps.expensiveSlots,
+      eventFeed: deps.eventFeed,
+      appendPath: deps.appendPath,
+      principal,
+      authorize: (action, resourceScope, spaceId) => authorize((accountId, id) => findSpaceOrThrow(db, accountId, id), principal, action, resourceScope, spaceId),
+    };
     const fields = await dispatchAction(context, header(request, 'x-tc-action'), header(request, 'x-tc-version'), request.body);
     return sendEnvelope(request, reply, fields);
   };
