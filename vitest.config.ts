@@ -18,6 +18,13 @@ const CITUS_INTEGRATION_SUITES = [
   'expiry-sweeper',
 ];
 
+// Suites of the embedded server as a process, on a data folder of their own: what they test is the
+// embedded default whatever the database under the other tests, so a run against TEST_DATABASE_URL
+// leaves them out (there each server would also pay PGlite's initdb, where the PGlite run copies
+// its migrated data folder); the PGlite run, CI's included, has them.
+const EMBEDDED_SERVER_SUITES = ['data-folder-in-use', 'server-logs'];
+const postgresRun = Boolean(process.env.TEST_DATABASE_URL) && process.env.TEST_DB !== 'pglite';
+
 // Four projects, so CI can run the unit tests once and the integration tests on each backend
 // (`vitest run --project unit`, `--project integration`, `--project browser`); `npm test` runs all.
 //   unit:        pure modules, no database, no global setup;
@@ -39,6 +46,7 @@ export default defineConfig({
         test: {
           name: 'integration',
           include: ['test/integration/**/*.test.ts', 'test/property/**/*.test.ts'],
+          exclude: postgresRun ? EMBEDDED_SERVER_SUITES.map((name) => `test/integration/${name}.test.ts`) : [],
           globalSetup: ['test/support/global-setup.ts'],
           setupFiles: ['test/support/no-concurrent-client-use.ts', 'test/support/property-seed.ts'],
         },

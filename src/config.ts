@@ -87,7 +87,7 @@ const environmentSchema = z.object({
   // time on an instance, with a burst; one request is charged at most EXPENSIVE_MAX_CHARGE_SECONDS
   // (an export to a slow reader holds its slot long but is not all work). Past it the account's
   // expensive requests wait until the budget refills (src/lib/account-slots.ts, docs/design.md §8).
-  EXPENSIVE_SECONDS_PER_SECOND: z.coerce.number().positive().max(1000).default(0.5),
+  EXPENSIVE_SECONDS_PER_SECOND: z.coerce.number().positive().max(1000).default(0.25),
   EXPENSIVE_BURST_SECONDS: z.coerce.number().positive().max(3600).default(2),
   EXPENSIVE_MAX_CHARGE_SECONDS: z.coerce.number().positive().max(3600).default(1),
   // An append whose stateDeltas are larger than this is known to be slow: it does not join a batch,

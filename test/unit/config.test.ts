@@ -42,6 +42,7 @@ describe('loadConfig', () => {
       filters: 10,
       listConcurrency: 8,
       expensivePerAccount: 4,
+      expensiveTimeShare: { perSecond: 0.25, burstSeconds: 2, maxChargeSeconds: 1 },
       appendAloneDeltaBytes: 16 * 1024,
       appendBatchMax: 32,
       appendBatchConcurrency: 1,

@@ -24,8 +24,19 @@ export function scopeOfKey(key: string): KeyScope {
   return 'session';
 }
 
-/** Splits a state or a delta by the scope of its top-level keys; `temp:` keys are dropped. */
+/** Whether every top-level key is of `scope`. */
+function allKeysOf(object: JsonObject, scope: KeyScope): boolean {
+  for (const key in object) if (scopeOfKey(key) !== scope) return false;
+  return true;
+}
+
+/**
+ * Splits a state or a delta by the scope of its top-level keys; `temp:` keys are dropped. The usual
+ * object, all of whose keys are the session's, is its own session part (not copied: a wide delta
+ * or state is walked once instead of rebuilt).
+ */
 export function splitByScope(object: JsonObject): ScopedStates {
+  if (allKeysOf(object, 'session')) return { session: object, user: {}, app: {} };
   const parts: ScopedStates = { session: {}, user: {}, app: {} };
   for (const [key, value] of Object.entries(object)) {
     const scope = scopeOfKey(key);
@@ -36,6 +47,9 @@ export function splitByScope(object: JsonObject): ScopedStates {
 
 /** The object without its `temp:` keys (what is stored of an event's stateDelta). */
 export function withoutTempKeys(object: JsonObject): JsonObject {
+  let hasTemp = false;
+  for (const key in object) if (key.startsWith(TEMP_PREFIX)) hasTemp = true;
+  if (!hasTemp) return object;
   return Object.fromEntries(Object.entries(object).filter(([key]) => scopeOfKey(key) !== 'temp'));
 }
 
@@ -68,6 +82,8 @@ export function applyScopedDelta(states: ScopedStates, delta: JsonObject, mode?:
  * wrong place can neither shadow nor leak into another scope.
  */
 export function mergedStateView(states: ScopedStates): JsonObject {
+  // The usual session: no shared keys, no stray key among its own. Its state is the view as it is.
+  if (isEmpty(states.user) && isEmpty(states.app) && allKeysOf(states.session, 'session')) return states.session;
   const view: JsonObject = {};
   for (const scope of STORED_SCOPES) {
     for (const [key, value] of Object.entries(states[scope])) {
@@ -75,4 +91,9 @@ export function mergedStateView(states: ScopedStates): JsonObject {
     }
   }
   return view;
+}
+
+function isEmpty(object: JsonObject): boolean {
+  for (const _key in object) return false;
+  return true;
 }
