@@ -12,6 +12,7 @@
 //   JSON content type straight to onSend, past the route's serializer.
 // Either way the route keeps its zod response schema: it still describes the answer in the OpenAPI
 // document, and error answers still go through the route's serializer.
+import { randomBytes } from 'node:crypto';
 import type { FastifyReply, FastifySerializerCompiler } from 'fastify';
 
 export const viewSerializerCompiler: FastifySerializerCompiler<unknown> = () => (data: unknown) => JSON.stringify(data);
@@ -25,4 +26,24 @@ const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
  */
 export function sendJsonText(reply: FastifyReply, json: string): FastifyReply {
   return reply.type(JSON_CONTENT_TYPE).send(json);
+}
+
+/**
+ * Where `jsonWithRawValues` puts JSON text: a string no request can hold (a NUL character, which
+ * the service refuses in any text it stores, and a random part of this process's).
+ */
+export const RAW_JSON_SLOT = `\u0000raw-json-${randomBytes(9).toString('base64url')}`;
+
+/**
+ * JSON.stringify of `value`, where each occurrence of a `slots` key as a string value is replaced by
+ * the JSON text that key maps to (text PostgreSQL wrote, passed on unparsed). A slot absent from the
+ * value (a field left out of the answer) is simply not used.
+ */
+export function jsonWithRawValues(value: unknown, slots: Record<string, string>): string {
+  let text = JSON.stringify(value);
+  for (const [slot, json] of Object.entries(slots)) {
+    const at = text.indexOf(JSON.stringify(slot));
+    if (at >= 0) text = text.slice(0, at) + json + text.slice(at + JSON.stringify(slot).length);
+  }
+  return text;
 }

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import {
   type ScopedStates,
   applyScopedDelta,
+  mergedStateText,
   mergedStateView,
   scopeOfKey,
   scopesTouched,
@@ -93,5 +94,25 @@ describe('mergedStateView', () => {
       app: { 'app:c': 3, 'user:wrong': 'x' },
     });
     expect(view).toEqual({ a: 1, 'user:b': 2, 'app:c': 3 });
+  });
+});
+
+describe('mergedStateText', () => {
+  it('passes a session state with no shared state and no key of another scope on as the very text', () => {
+    const text = '{"a": 1, "nested": {"user": "not a prefix"}, "s": "app"}';
+    expect(mergedStateText(text, '{}', '{}')).toBe(text);
+  });
+
+  it('merges as mergedStateView does when there is shared state or a key of another scope may be stored', () => {
+    const cases: [string, string, string][] = [
+      ['{"a": 1}', '{"user:b": 2}', '{}'],
+      ['{"a": 1}', '{}', '{"app:c": 3, "user:wrong": 4}'],
+      ['{"a": 1, "user:stale": 5, "temp:t": 6}', '{}', '{}'],
+      ['{"a": {"app:nested": 1}}', '{}', '{}'],
+    ];
+    for (const [session, user, app] of cases) {
+      const states = { session: JSON.parse(session), user: JSON.parse(user), app: JSON.parse(app) };
+      expect(JSON.parse(mergedStateText(session, user, app))).toEqual(mergedStateView(states));
+    }
   });
 });

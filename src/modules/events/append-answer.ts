@@ -2,12 +2,17 @@
 // sizes the state limit measured. Written once here for TypeScript; the SQL side is the OUT
 // columns of append_events() and append_events_batch() (migrations 0004, 0007, 0008, frozen), and
 // test/integration/append-answer-columns.test.ts checks the two sides agree, name for name, in order.
-import type { JsonObject, JsonValue } from '../../db/schema.js';
+//
+// The three states are selected as JSON text (`state::text`), which costs PostgreSQL nothing more
+// than sending jsonb does: the service passes a session's state on to the answer as it is, instead
+// of parsing up to a megabyte and writing it out again (append.service.ts, mergedStateText).
+import type { JsonValue } from '../../db/schema.js';
 
 export interface AppendedSession {
   title: string;
   metadata: Record<string, string>;
-  state: JsonObject;
+  /** The session's own state after the append, as JSON text. */
+  state: string;
   memo: JsonValue | null;
   window_start_seq: number;
   event_count: number;
@@ -15,8 +20,9 @@ export interface AppendedSession {
   create_time: Date;
   update_time: Date;
   expire_time: Date | null;
-  user_state: JsonObject;
-  app_state: JsonObject;
+  /** The user's and the space's states, as JSON text. */
+  user_state: string;
+  app_state: string;
   session_bytes: number | null;
   user_bytes: number | null;
   app_bytes: number | null;
@@ -40,6 +46,11 @@ export const APPEND_ANSWER_COLUMNS = [
   'user_bytes',
   'app_bytes',
 ] as const satisfies readonly (keyof AppendedSession)[];
+
+const TEXT_COLUMNS = new Set<string>(['state', 'user_state', 'app_state']);
+
+/** The select list of a statement over the functions: the columns in order, the states as text. */
+export const APPEND_ANSWER_SELECT = APPEND_ANSWER_COLUMNS.map((column) => (TEXT_COLUMNS.has(column) ? `${column}::text AS ${column}` : column)).join(', ');
 
 // Every field of AppendedSession is a column above (the `satisfies` checks the converse).
 type MissingColumns = Exclude<keyof AppendedSession, (typeof APPEND_ANSWER_COLUMNS)[number]>;

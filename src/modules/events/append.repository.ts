@@ -13,7 +13,7 @@ import { AppError } from '../../errors.js';
 import { preconditionFailed } from '../../lib/preconditions.js';
 import type { SessionKey } from '../../db/keys.js';
 import { stateLimitExceeded, type StoredScope } from '../state/index.js';
-import { APPEND_ANSWER_COLUMNS, type AppendedSession } from './append-answer.js';
+import { APPEND_ANSWER_SELECT, type AppendedSession } from './append-answer.js';
 import type { EventDocument } from './append-plan.js';
 
 export type { AppendedSession } from './append-answer.js';
@@ -26,7 +26,7 @@ export class StoredEventIdError extends Error {
 // A named statement (src/db/prepared-statements.ts): parsed and planned once per connection.
 const APPEND_EVENTS = preparedStatement(
   'append_events',
-  `SELECT ${APPEND_ANSWER_COLUMNS.join(', ')} FROM append_events($1, $2, $3, $4, $5::jsonb, $6::bigint[], $7)`,
+  `SELECT ${APPEND_ANSWER_SELECT} FROM append_events($1, $2, $3, $4, $5::jsonb, $6::bigint[], $7)`,
 );
 
 /**
@@ -89,7 +89,7 @@ export interface BatchedAppend extends SessionKey {
   ifMatch?: number[];
 }
 
-const BATCH_COLUMNS = ['ordinal', ...APPEND_ANSWER_COLUMNS].join(', ');
+const BATCH_COLUMNS = `ordinal, ${APPEND_ANSWER_SELECT}`;
 const APPEND_EVENTS_BATCH = preparedStatement('append_events_batch', `SELECT ${BATCH_COLUMNS} FROM append_events_batch($1::jsonb, $2, $3)`);
 const APPEND_EVENTS_OF_ACCOUNT = preparedStatement('append_events_of_account', `SELECT ${BATCH_COLUMNS} FROM append_events_of_account($1, $2::jsonb, $3, $4)`);
 

@@ -17,7 +17,7 @@ import type { EventRow } from '../../db/schema.js';
 import { AppError } from '../../errors.js';
 import type { IfMatch } from '../../lib/preconditions.js';
 import { type SessionView, toSessionView, sessionNotFound } from '../sessions/index.js';
-import { type StoredScope, lockSharedStates } from '../state/index.js';
+import { type StoredScope, lockSharedStates, mergedStateText, mergedStateView } from '../state/index.js';
 import { type EventDocument, type PreparedEvent, eventDocument, planReplays, prepareAppend, writtenEventRow } from './append-plan.js';
 import type { AppendBatcher } from './append-batcher.js';
 import { type AppendedSession, StoredEventIdError, appendInDatabase } from './append.repository.js';
@@ -36,8 +36,15 @@ export interface AppendEventsResult {
   /** The serialized size of the stateDeltas this request stored, as their limit measured them. */
   deltaBytes: number;
   events: EventView[];
-  session: SessionView;
+  session: AppendedSessionView;
 }
+
+/**
+ * The session after the append, its merged state as JSON text (`stateJson`): a state of up to a
+ * megabyte goes from PostgreSQL to the answer without being parsed and written out again
+ * (events.routes.ts splices it in).
+ */
+export type AppendedSessionView = Omit<SessionView, 'state'> & { stateJson: string };
 
 /**
  * The append path of one instance: its database, its limits and its group commit (none where a
@@ -127,7 +134,9 @@ async function appendUnderLock(
       // attempt (the one whose answer was lost) is what moved the revision on.
       const shared = await lockSharedStates(trx, key, new Set());
       const answers = plan.answers.map((answer) => toEventView((answer as { stored: EventRow }).stored));
-      return { replayOnly: true, writtenCount: 0, stateBytes: {}, deltaBytes: 0, events: answers, session: toSessionView(locked, shared) };
+      const { state: _state, ...fields } = toSessionView({ ...locked, state: {} }, { user: {}, app: {} });
+      const stateJson = JSON.stringify(mergedStateView({ session: locked.state, user: shared.user, app: shared.app }));
+      return { replayOnly: true, writtenCount: 0, stateBytes: {}, deltaBytes: 0, events: answers, session: { ...fields, stateJson } };
     }
     const documents = plan.fresh.map(eventDocument);
     const session = await appendInDatabase(trx, key, documents, revisionsOf(ifMatch), limits.stateBytes);
@@ -157,9 +166,11 @@ function appended(key: SessionKey, session: AppendedSession, fresh: PreparedEven
   if (session.session_bytes !== null) stateBytes.session = session.session_bytes;
   if (session.user_bytes !== null) stateBytes.user = session.user_bytes;
   if (session.app_bytes !== null) stateBytes.app = session.app_bytes;
-  const row = { account_id: key.accountId, space_id: key.spaceId, user_id: key.userId, session_id: key.sessionId, ...session };
+  const { state, user_state: userState, app_state: appState, ...columns } = session;
+  const row = { account_id: key.accountId, space_id: key.spaceId, user_id: key.userId, session_id: key.sessionId, ...columns, state: {} };
   const deltaBytes = fresh.reduce((sum, event) => sum + event.deltaBytes, 0);
-  const view = toSessionView(row, { user: session.user_state, app: session.app_state });
+  const { state: _state, ...fields } = toSessionView(row, { user: {}, app: {} });
+  const view = { ...fields, stateJson: mergedStateText(state, userState, appState) };
   return { replayOnly: false, writtenCount: fresh.length, stateBytes, deltaBytes, events, session: view };
 }
 

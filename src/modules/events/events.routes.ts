@@ -1,6 +1,6 @@
 import { SessionPath, errorResponses } from '../../http/schemas.js';
 import { etagOf, parseIfMatch } from '../../lib/preconditions.js';
-import { viewSerializerCompiler } from '../../http/view-serializer.js';
+import { RAW_JSON_SLOT, jsonWithRawValues, sendJsonText, viewSerializerCompiler } from '../../http/view-serializer.js';
 import type { AppDeps, ZodApp } from '../../http/zod-app.js';
 import type { AppendDeps } from './append.service.js';
 import { maySeeSessionContents, writtenSessionAnswer } from '../sessions/index.js';
@@ -66,8 +66,13 @@ export async function eventsRoutes(app: ZodApp, { db, limits, metrics, pageToken
       // This instance's open streams of the session look at once (other instances' on their next poll).
       if (!result.replayOnly) eventFeed.appended(key, result.session.eventCount);
       reply.header('etag', etagOf(result.session.revision));
-      const session = writtenSessionAnswer(result.session, maySeeSessionContents(request.principal, key.spaceId));
-      return reply.status(result.replayOnly ? 200 : 201).send({ events: result.events, session });
+      // The merged state is JSON text from the database, spliced into the answer as it is (when the
+      // caller may see the session's contents at all).
+      const { stateJson, ...fields } = result.session;
+      const shown = maySeeSessionContents(request.principal, key.spaceId);
+      const session = writtenSessionAnswer({ ...fields, state: {} }, shown);
+      const body = { events: result.events, session: shown ? { ...session, state: RAW_JSON_SLOT } : session };
+      return sendJsonText(reply.status(result.replayOnly ? 200 : 201), jsonWithRawValues(body, { [RAW_JSON_SLOT]: stateJson }));
     },
   );
 

@@ -7,6 +7,7 @@ export {
   type StoredScope,
   USER_PREFIX,
   applyScopedDelta,
+  mergedStateText,
   mergedStateView,
   scopesTouched,
   splitByScope,

@@ -93,6 +93,17 @@ export function mergedStateView(states: ScopedStates): JsonObject {
   return view;
 }
 
+/**
+ * mergedStateView over states given as JSON text (PostgreSQL's), as JSON text. The usual session —
+ * no `user:` or `app:` state, and no key of another scope anywhere in its own text — is its own
+ * view: passed on as it is, not parsed and written out again. Anything else is merged as objects.
+ */
+export function mergedStateText(session: string, user: string, app: string): string {
+  const mayHoldStrayKeys = session.includes(`"${USER_PREFIX}`) || session.includes(`"${APP_PREFIX}`) || session.includes(`"${TEMP_PREFIX}`);
+  if (user === '{}' && app === '{}' && !mayHoldStrayKeys) return session;
+  return JSON.stringify(mergedStateView({ session: JSON.parse(session) as JsonObject, user: JSON.parse(user) as JsonObject, app: JSON.parse(app) as JsonObject }));
+}
+
 function isEmpty(object: JsonObject): boolean {
   for (const _key in object) return false;
   return true;
