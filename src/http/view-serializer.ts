@@ -41,9 +41,14 @@ export const RAW_JSON_SLOT = `\u0000raw-json-${randomBytes(9).toString('base64ur
  */
 export function jsonWithRawValues(value: unknown, slots: Record<string, string>): string {
   let text = JSON.stringify(value);
-  for (const [slot, json] of Object.entries(slots)) {
-    const at = text.indexOf(JSON.stringify(slot));
-    if (at >= 0) text = text.slice(0, at) + json + text.slice(at + JSON.stringify(slot).length);
+  for (const slot in slots) {
+    const quoted = quotedSlot(slot);
+    const at = text.indexOf(quoted);
+    if (at >= 0) text = text.slice(0, at) + slots[slot] + text.slice(at + quoted.length);
   }
   return text;
 }
+
+/** The slot as JSON.stringify writes it (RAW_JSON_SLOT's, worked out once). */
+const quotedSlot = (slot: string): string => (slot === RAW_JSON_SLOT ? QUOTED_RAW_JSON_SLOT : JSON.stringify(slot));
+const QUOTED_RAW_JSON_SLOT = JSON.stringify(RAW_JSON_SLOT);
