@@ -228,7 +228,7 @@ function scrapedGauge(registry: Registry, name: string, help: string, read: () =
 function registerExpensiveSlotGauges(registry: Registry, slots: SlotCounts): void {
   const gauge = (name: string, help: string, read: () => number) => scrapedGauge(registry, name, help, read);
   gauge('expensive_requests_running', 'Expensive requests (session lists, state-at, export, import, appends with a large delta) holding one of the LIST_CONCURRENCY slots.', () => slots.running);
-  gauge('expensive_requests_waiting', 'Expensive requests waiting for a slot: the instance is full, or their account holds its EXPENSIVE_PER_ACCOUNT share.', () => slots.waiting);
+  gauge('expensive_requests_waiting', 'Expensive requests waiting for a slot: the instance is full, their account holds its EXPENSIVE_PER_ACCOUNT share, or its time share (EXPENSIVE_SECONDS_PER_SECOND) is spent.', () => slots.waiting);
 }
 
 // Read when scraped, so they cost nothing between scrapes.
