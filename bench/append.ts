@@ -11,8 +11,10 @@
 //   6. run 1 again through PgBouncer in transaction mode: a second server process whose
 //      DATABASE_URL is a private PgBouncer (its pool as large as the direct server's pool, so the
 //      figure is the pooler's own cost) and DATABASE_DIRECT_URL the database itself. On by default
-//      when `pgbouncer` is installed; BENCH_PGBOUNCER=0 leaves it out, =1 requires it.
-// Then the ratios the issue sets targets for (and, with run 6, through PgBouncer ÷ direct): HTTP ÷ minimal transaction (≥ 0.5), batch events/s ÷
+//      when `pgbouncer` is installed; BENCH_PGBOUNCER=0 leaves it out, =1 requires it;
+//   7. after the rounds of the others, run 1 against the embedded default (PGlite): its own server
+//      process on a fresh data folder, as `npm start` runs without DATABASE_URL (bench/embedded-server.ts).
+// Then the ratios the issue sets targets for (and, with run 6, through PgBouncer ÷ direct; run 7 ÷ run 1): HTTP ÷ minimal transaction (≥ 0.5), batch events/s ÷
 // single events/s (≥ 3), and HTTP ÷ own transaction; server CPU per append and RSS; and whether
 // every acknowledged append is in the database.
 //
@@ -43,6 +45,7 @@ import type { AppendBatchCounts } from '../src/lib/metrics-registry.js';
 import type { AppendEventsBody } from '../src/modules/events/events.schemas.js';
 import { type CpuPerOperation, cpuMeter } from './cpu-meter.js';
 import { MINIMAL_SCRIPTS, type MinimalScript, countMinimalEvents, createMinimalSchema, runPgbench } from './minimal-transaction.js';
+import { HERE, appendThroughput, startEmbedded, stopEmbedded, storedEvents } from './embedded-server.js';
 import { freePort, rssOfProcess, scrapeMetrics, startServer, stopServer, waitReady } from './server-process.js';
 import { createBenchDatabase, percentile, rssMiB } from './support.js';
 import { findPgBouncer, type PrivatePgBouncer, startPrivatePgBouncer } from '../test/support/private-pgbouncer.js';
@@ -242,6 +245,26 @@ async function main(): Promise<void> {
         });
       }
     }
+    // The embedded default in the same run: its own server process on a fresh PGlite data folder
+    // (bench/embedded-server.ts), the same 32 connections, one event per request over 99 sessions.
+    const embedded = await startEmbedded('embedded PGlite', HERE);
+    const embeddedPerSecond: number[] = [];
+    let embeddedFailed = 0;
+    let embeddedVerdict: string;
+    try {
+      for (let round = 1; round <= ROUNDS; round++) {
+        if (WARMUP_S > 0) await appendThroughput(embedded, WARMUP_S, CONNECTIONS);
+        const { perSecond, failed } = await appendThroughput(embedded, DURATION_S, CONNECTIONS);
+        embeddedPerSecond.push(perSecond);
+        embeddedFailed += failed;
+        rows.push({ round: String(round), run: 'embedded PGlite over HTTP, 1 event', 'per s': perSecond.toFixed(0), 'events/s': perSecond.toFixed(0), failed: String(failed), 'server RSS MiB': rssOfProcess(embedded.process.pid!).toFixed(1) });
+      }
+      const inFlight = (await storedEvents(embedded)) - embedded.acknowledged;
+      embeddedVerdict = inFlight >= 0 && inFlight <= embedded.inFlightAtMost ? `${embedded.acknowledged} acknowledged, all stored` : `${embedded.acknowledged} acknowledged, MISMATCH (${inFlight})`;
+    } finally {
+      await stopEmbedded(embedded);
+    }
+
     console.log('\nper s: requests (HTTP), appends (appendEvents) or transactions (pgbench). CPU columns: ms per request / append / transaction');
     console.log("(\"this process\" is the load generator for HTTP, the service's code for appendEvents; pgbench's own backends are not measured);");
     console.log('appends/call: appends per database call, the group commit (append-batcher.ts) at work.');
@@ -269,11 +292,12 @@ async function main(): Promise<void> {
     const stored = new Set((await setup.pool.query<{ event_id: string }>('SELECT event_id FROM events')).rows.map((row) => row.event_id));
     const missing = acknowledged.filter((id) => !stored.has(id)).length;
     const minimalEvents = await countMinimalEvents(setup.pool);
-    console.log(`  non-2xx or failed: ${failed}`);
+    console.log(`  embedded PGlite over HTTP, 1 event: ${median(embeddedPerSecond).toFixed(0)}/s, ÷ PostgreSQL over HTTP ${(median(embeddedPerSecond) / median(perSecond('single'))).toFixed(2)}; ${embeddedVerdict}`);
+    console.log(`  non-2xx or failed: ${failed + embeddedFailed}`);
     console.log(`  verified: ${acknowledged.length} acknowledged events (HTTP and appendEvents, warm-ups included), ${missing} missing from the database`);
     console.log(`  verified: ${pgbenchTransactions} pgbench transactions, ${minimalEvents} events in the minimal schema`);
     console.log(`  RSS after the run: server ${rssOfProcess(server.pid!).toFixed(1)} MiB, bench process ${rssMiB()} MiB`);
-    if (failed > 0 || missing > 0 || minimalEvents !== pgbenchTransactions) {
+    if (failed + embeddedFailed > 0 || missing > 0 || minimalEvents !== pgbenchTransactions || embeddedVerdict.includes('MISMATCH')) {
       process.exitCode = 1;
       keep = true;
     }

@@ -13,112 +13,14 @@
 // afterwards (through the API's eventCount). Environment: BENCH_DURATION (seconds per
 // throughput run, default 10), BENCH_WARMUP (seconds, default 3), BENCH_ROUNDS (default 3),
 // BENCH_N (sequential requests per read kind and round, default 300).
-import { type ChildProcess, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import autocannon from 'autocannon';
-import { type HttpClient, keepAliveClient } from './http-client.js';
-import { freePort, rssOfProcess, startServer, stopServer, waitReady } from './server-process.js';
+import { CONNECTIONS, type EmbeddedServer, HERE, SESSIONS, appendThroughput, event, expect, sessionPath, startEmbedded, stopEmbedded, storedEvents } from './embedded-server.js';
+import { rssOfProcess } from './server-process.js';
 import { type Latency, timeInterleaved } from './support.js';
 
 const DURATION_S = Number(process.env.BENCH_DURATION ?? 10);
 const WARMUP_S = Number(process.env.BENCH_WARMUP ?? 3);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const N = Number(process.env.BENCH_N ?? 300);
-const CONNECTIONS = 8;
-const SESSIONS = 100;
-const CONTEXT_EVENTS = 100;
-const HERE = fileURLToPath(new URL('..', import.meta.url));
-
-interface EmbeddedServer {
-  label: string;
-  process: ChildProcess;
-  dataDir: string;
-  base: string;
-  spaceId: string;
-  headers: Record<string, string>;
-  client: HttpClient;
-  acknowledged: number;
-  /** Throughput runs: each may leave up to CONNECTIONS appends in flight when autocannon stops. */
-  runs: number;
-}
-
-/** The account is created by the admin CLI of the same checkout, before its server holds the folder. */
-function createAccount(root: string, dataDir: string): { defaultSpaceId: string; token: string } {
-  const { DATABASE_URL: _unused, ...env } = process.env;
-  const run = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/admin.ts', 'create-account', '--name', 'bench'], {
-    cwd: root,
-    env: { ...env, DATA_DIR: dataDir, LOG_LEVEL: 'warn' },
-    encoding: 'utf8',
-  });
-  if (run.status !== 0) throw new Error(`create-account in ${root} failed: ${run.stderr}`);
-  return JSON.parse(run.stdout) as { defaultSpaceId: string; token: string };
-}
-
-async function startEmbedded(label: string, root: string): Promise<EmbeddedServer> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'ass-bench-embedded-'));
-  const account = createAccount(root, dataDir);
-  const port = await freePort();
-  const base = `http://127.0.0.1:${port}`;
-  const child = startServer(undefined, port, { root, env: { DATA_DIR: dataDir } });
-  await waitReady(base, child);
-  const headers = { authorization: `Bearer ${account.token}` };
-  const server: EmbeddedServer = { label, process: child, dataDir, base, spaceId: account.defaultSpaceId, headers, client: keepAliveClient(base, headers), acknowledged: 0, runs: 0 };
-  for (let i = 0; i < SESSIONS; i++) await expect(server, 'POST', `${userPath(server, i)}`, { sessionId: sessionOf(i).sessionId }, 201);
-  for (let k = 0; k < CONTEXT_EVENTS / 10; k++) {
-    await expect(server, 'POST', `${sessionPath(server, 0)}/events`, { events: Array.from({ length: 10 }, (_, j) => event(k * 10 + j)) }, 201);
-    server.acknowledged += 10;
-  }
-  return server;
-}
-
-const sessionOf = (i: number) => ({ userId: `user-${i % 10}`, sessionId: `session-${i}` });
-const userPath = (server: EmbeddedServer, i: number) => `/v1/spaces/${server.spaceId}/users/${sessionOf(i).userId}/sessions`;
-const sessionPath = (server: EmbeddedServer, i: number) => `${userPath(server, i)}/${sessionOf(i).sessionId}`;
-const event = (n: number) => ({
-  author: 'agent',
-  content: { role: 'model', parts: [{ text: `turn ${n}: the quick brown fox jumps over the lazy dog` }] },
-  actions: { stateDelta: { counter: n } },
-});
-
-async function expect(server: EmbeddedServer, method: string, path: string, body: unknown, status: number): Promise<string> {
-  const answer = await server.client.request(method, path, body);
-  if (answer.status !== status) throw new Error(`${server.label}: ${method} ${path} answered ${answer.status}: ${answer.body}`);
-  return answer.body;
-}
-
-async function appendThroughput(server: EmbeddedServer, seconds: number): Promise<{ perSecond: number; failed: number }> {
-  let n = 0;
-  server.runs += 1;
-  const result = await autocannon({
-    url: server.base,
-    connections: CONNECTIONS,
-    duration: seconds,
-    requests: [
-      {
-        method: 'POST',
-        headers: { ...server.headers, 'content-type': 'application/json' },
-        setupRequest: (request) => ({ ...request, path: `${sessionPath(server, 1 + (n % (SESSIONS - 1)))}/events`, body: JSON.stringify(event(n++)) }),
-        onResponse: (status) => {
-          if (status === 201) server.acknowledged += 1;
-        },
-      },
-    ],
-  });
-  return { perSecond: result.requests.total / result.duration, failed: result.non2xx + result.errors };
-}
-
-/** Events stored in all sessions, read back through the API (the listing's totals). */
-async function storedEvents(server: EmbeddedServer): Promise<number> {
-  let total = 0;
-  for (let i = 0; i < SESSIONS; i++) {
-    const described = JSON.parse(await expect(server, 'GET', sessionPath(server, i), undefined, 200)) as { eventCount?: number; lastSeq?: number };
-    total += described.eventCount ?? described.lastSeq ?? 0;
-  }
-  return total;
-}
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 const ms = (latency: Latency) => `${latency.p50.toFixed(2)} / ${latency.p99.toFixed(2)}`;
@@ -187,15 +89,11 @@ async function main(): Promise<void> {
       // Stored may exceed acknowledged by the appends autocannon left in flight when it stopped (their
       // answers are not counted), never the other way round.
       const inFlight = stored - server.acknowledged;
-      const verdict = inFlight >= 0 && inFlight <= server.runs * CONNECTIONS ? 'every acknowledged append stored' : '← MISMATCH';
+      const verdict = inFlight >= 0 && inFlight <= server.inFlightAtMost ? 'every acknowledged append stored' : '← MISMATCH';
       console.log(`  ${server.label}: ${server.acknowledged} appends acknowledged, ${stored} events stored (${inFlight} in flight at a run's end): ${verdict}`);
     }
   } finally {
-    for (const server of servers) {
-      server.client.close();
-      await stopServer(server.process);
-      rmSync(server.dataDir, { recursive: true, force: true });
-    }
+    for (const server of servers) await stopEmbedded(server);
   }
 }
 

@@ -11,7 +11,8 @@
 //   - replay: the very statements the service issued for the case (recorded from Kysely in an
 //     in-process app, authentication included when it queries), for every case.
 // Then every recorded statement is run under EXPLAIN (ANALYZE, BUFFERS) with its real parameters;
-// a sequential scan of sessions or events is flagged.
+// a sequential scan of sessions or events is flagged. Last, the embedded default (PGlite) in the
+// same run: the context and describe p50 of a 100-event session on its own server process.
 //
 //   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench:read
 //
@@ -35,6 +36,7 @@ import { migrateToLatest } from '../src/db/migrate.js';
 import type { DB } from '../src/db/schema.js';
 import { createAccount } from '../src/modules/accounts/accounts.service.js';
 import { type HttpClient, keepAliveClient } from './http-client.js';
+import { HERE, expect as expectAnswer, sessionPath, startEmbedded, stopEmbedded } from './embedded-server.js';
 import { freePort, rssOfProcess, startServer, stopServer, waitReady } from './server-process.js';
 import { type Latency, createBenchDatabase, rssMiB, timeInterleaved } from './support.js';
 
@@ -344,6 +346,24 @@ async function main(): Promise<void> {
       for (const r of targeted) console.log(`  ${r.group.padEnd(28)} ${r.size.padStart(16)}: ${(r.service.p50 / (r.raw!.p50 + r.health!.p50)).toFixed(2)}`);
       const context = targeted.filter((r) => r.group.startsWith('read context')).map((r) => r.service.p50 / r.raw!.p50);
       if (context.length > 1) console.log(`  read context: largest ÷ smallest ratio across sizes ${(Math.max(...context) / Math.min(...context)).toFixed(2)}`);
+    }
+    // The embedded default in the same run: its own server process on a fresh PGlite data folder,
+    // the context and the describe of a 100-event session (bench/embedded-server.ts), read the same way.
+    const embedded = await startEmbedded('embedded PGlite', HERE);
+    try {
+      const path = sessionPath(embedded, 0);
+      const [context, describe] = await timeInterleaved(
+        N,
+        [() => expectAnswer(embedded, 'GET', `${path}/context?maxEvents=${CONTEXT_EVENTS}`, undefined, 200).then(() => undefined), () => expectAnswer(embedded, 'GET', path, undefined, 200).then(() => undefined)],
+        Math.min(WARMUP, 500),
+      );
+      const onPostgres = (group: string) => results.find((r) => r.group.startsWith(group) && r.size === '100 events')?.service.p50;
+      const versus = (p50: number, group: string) => (onPostgres(group) ? `, ÷ PostgreSQL's service ${(p50 / onPostgres(group)!).toFixed(2)}` : '');
+      console.log(
+        `embedded PGlite (100-event session): context p50 ${ms(context!.p50)} ms${versus(context!.p50, 'read context')}; describe p50 ${ms(describe!.p50)} ms`,
+      );
+    } finally {
+      await stopEmbedded(embedded);
     }
     console.log(seqScans.length ? `SEQUENTIAL SCANS:\n  ${seqScans.join('\n  ')}` : 'No sequential scan of sessions or events in any plan.');
     console.log(`RSS at the end: server ${rssOfProcess(server.pid!).toFixed(1)} MiB, bench ${rssMiB()} MiB`);
