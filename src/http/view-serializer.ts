@@ -29,26 +29,19 @@ export function sendJsonText(reply: FastifyReply, json: string): FastifyReply {
 }
 
 /**
- * Where `jsonWithRawValues` puts JSON text: a string no request can hold (a NUL character, which
+ * Where `jsonWithRawValue` puts JSON text: a string no request can hold (a NUL character, which
  * the service refuses in any text it stores, and a random part of this process's).
  */
 export const RAW_JSON_SLOT = `\u0000raw-json-${randomBytes(9).toString('base64url')}`;
+const QUOTED_RAW_JSON_SLOT = JSON.stringify(RAW_JSON_SLOT);
 
 /**
- * JSON.stringify of `value`, where each occurrence of a `slots` key as a string value is replaced by
- * the JSON text that key maps to (text PostgreSQL wrote, passed on unparsed). A slot absent from the
- * value (a field left out of the answer) is simply not used.
+ * JSON.stringify of `value`, where RAW_JSON_SLOT as a string value is replaced by `json` (text
+ * PostgreSQL wrote, passed on unparsed). A value without the slot (a field left out of the answer)
+ * is written as it is.
  */
-export function jsonWithRawValues(value: unknown, slots: Record<string, string>): string {
-  let text = JSON.stringify(value);
-  for (const slot in slots) {
-    const quoted = quotedSlot(slot);
-    const at = text.indexOf(quoted);
-    if (at >= 0) text = text.slice(0, at) + slots[slot] + text.slice(at + quoted.length);
-  }
-  return text;
+export function jsonWithRawValue(value: unknown, json: string): string {
+  const text = JSON.stringify(value);
+  const at = text.indexOf(QUOTED_RAW_JSON_SLOT);
+  return at < 0 ? text : text.slice(0, at) + json + text.slice(at + QUOTED_RAW_JSON_SLOT.length);
 }
-
-/** The slot as JSON.stringify writes it (RAW_JSON_SLOT's, worked out once). */
-const quotedSlot = (slot: string): string => (slot === RAW_JSON_SLOT ? QUOTED_RAW_JSON_SLOT : JSON.stringify(slot));
-const QUOTED_RAW_JSON_SLOT = JSON.stringify(RAW_JSON_SLOT);

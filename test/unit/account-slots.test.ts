@@ -1,4 +1,4 @@
-import { describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createAccountSlots } from '../../src/lib/account-slots.js';
 
 const deferred = () => {
@@ -120,60 +120,53 @@ describe('createAccountSlots', () => {
       let ms = 0;
       return { now: () => ms, advance: (by: number) => (ms += by) };
     };
+    // The wake-up of a waiting account is a timer: the tests move it with the clock.
+    beforeEach(() => vi.useFakeTimers());
+    afterEach(() => vi.useRealTimers());
 
     it('charges each holding its duration and makes an account whose budget is spent wait, with free slots, until it refills', async () => {
-      vi.useFakeTimers();
-      try {
-        const time = clock();
-        const slots = createAccountSlots({ total: 4, perAccount: 4, timeShare: { perSecond: 0.5, burstSeconds: 1, maxChargeSeconds: 10, now: time.now } });
-        const first = await slots.acquire('A');
-        time.advance(1_500); // held 1.5 s: the 1 s burst and 0.5 s more
-        first();
-        // Budget: 1 − 1.5 = −0.5 s; at 0.5 s a second it is positive again after just over 1 s.
-        let started = false;
-        const second = slots.acquire('A').then((giveBack) => ((started = true), giveBack));
-        await vi.advanceTimersByTimeAsync(0);
-        expect([started, slots.running, slots.waiting]).toEqual([false, 0, 1]);
-        // Another account is not held back by A's spent budget.
-        (await slots.acquire('B'))();
-        time.advance(900);
-        await vi.advanceTimersByTimeAsync(900);
-        expect(started).toBe(false);
-        time.advance(200);
-        await vi.advanceTimersByTimeAsync(200);
-        expect(started).toBe(true);
-        (await second)();
-        expect([slots.running, slots.waiting]).toEqual([0, 0]);
-      } finally {
-        vi.useRealTimers();
-      }
+      const time = clock();
+      const slots = createAccountSlots({ total: 4, perAccount: 4, timeShare: { perSecond: 0.5, burstSeconds: 1, maxChargeSeconds: 10, now: time.now } });
+      const first = await slots.acquire('A');
+      time.advance(1_500); // held 1.5 s: the 1 s burst and 0.5 s more
+      first();
+      // Budget: 1 − 1.5 = −0.5 s; at 0.5 s a second it is positive again after just over 1 s.
+      let started = false;
+      const second = slots.acquire('A').then((giveBack) => ((started = true), giveBack));
+      await vi.advanceTimersByTimeAsync(0);
+      expect([started, slots.running, slots.waiting]).toEqual([false, 0, 1]);
+      // Another account is not held back by A's spent budget.
+      (await slots.acquire('B'))();
+      time.advance(900);
+      await vi.advanceTimersByTimeAsync(900);
+      expect(started).toBe(false);
+      time.advance(200);
+      await vi.advanceTimersByTimeAsync(200);
+      expect(started).toBe(true);
+      (await second)();
+      expect([slots.running, slots.waiting]).toEqual([0, 0]);
     });
 
     it('charges one holding at most maxChargeSeconds, and refills no further than the burst', async () => {
-      vi.useFakeTimers();
-      try {
-        const time = clock();
-        const slots = createAccountSlots({ total: 4, perAccount: 4, timeShare: { perSecond: 1, burstSeconds: 2, maxChargeSeconds: 0.5, now: time.now } });
-        const long = await slots.acquire('A');
-        time.advance(60_000); // an export to a slow reader: charged 0.5 s, not 60
-        long();
-        const next = await slots.acquire('A'); // 1.5 s left: starts at once
-        next();
-        time.advance(3_600_000); // an hour idle refills to the burst, 2 s, not more
-        // Four holdings of 0.5 s at once spend the 2 s exactly.
-        const four = await Promise.all([1, 2, 3, 4].map(() => slots.acquire('A')));
-        time.advance(500);
-        four.forEach((giveBack) => giveBack());
-        let started = false;
-        void slots.acquire('A').then((giveBack) => ((started = true), giveBack()));
-        await vi.advanceTimersByTimeAsync(0);
-        expect(started).toBe(false);
-        time.advance(10);
-        await vi.advanceTimersByTimeAsync(10);
-        expect(started).toBe(true);
-      } finally {
-        vi.useRealTimers();
-      }
+      const time = clock();
+      const slots = createAccountSlots({ total: 4, perAccount: 4, timeShare: { perSecond: 1, burstSeconds: 2, maxChargeSeconds: 0.5, now: time.now } });
+      const long = await slots.acquire('A');
+      time.advance(60_000); // an export to a slow reader: charged 0.5 s, not 60
+      long();
+      const next = await slots.acquire('A'); // 1.5 s left: starts at once
+      next();
+      time.advance(3_600_000); // an hour idle refills to the burst, 2 s, not more
+      // Four holdings of 0.5 s at once spend the 2 s exactly.
+      const four = await Promise.all([1, 2, 3, 4].map(() => slots.acquire('A')));
+      time.advance(500);
+      four.forEach((giveBack) => giveBack());
+      let started = false;
+      void slots.acquire('A').then((giveBack) => ((started = true), giveBack()));
+      await vi.advanceTimersByTimeAsync(0);
+      expect(started).toBe(false);
+      time.advance(10);
+      await vi.advanceTimersByTimeAsync(10);
+      expect(started).toBe(true);
     });
 
     it('refuses a time share that is not positive', () => {

@@ -134,9 +134,8 @@ async function appendUnderLock(
       // attempt (the one whose answer was lost) is what moved the revision on.
       const shared = await lockSharedStates(trx, key, new Set());
       const answers = plan.answers.map((answer) => toEventView((answer as { stored: EventRow }).stored));
-      const { state: _state, ...fields } = toSessionView({ ...locked, state: {} }, { user: {}, app: {} });
       const stateJson = JSON.stringify(mergedStateView({ session: locked.state, user: shared.user, app: shared.app }));
-      return { replayOnly: true, writtenCount: 0, stateBytes: {}, deltaBytes: 0, events: answers, session: { ...fields, stateJson } };
+      return { replayOnly: true, writtenCount: 0, stateBytes: {}, deltaBytes: 0, events: answers, session: appendedSessionView(locked, stateJson) };
     }
     const documents = plan.fresh.map(eventDocument);
     const session = await appendInDatabase(trx, key, documents, revisionsOf(ifMatch), limits.stateBytes);
@@ -167,11 +166,16 @@ function appended(key: SessionKey, session: AppendedSession, fresh: PreparedEven
   if (session.user_bytes !== null) stateBytes.user = session.user_bytes;
   if (session.app_bytes !== null) stateBytes.app = session.app_bytes;
   const { state, user_state: userState, app_state: appState, ...columns } = session;
-  const row = { account_id: key.accountId, space_id: key.spaceId, user_id: key.userId, session_id: key.sessionId, ...columns, state: {} };
+  const row = { account_id: key.accountId, space_id: key.spaceId, user_id: key.userId, session_id: key.sessionId, ...columns };
   const deltaBytes = fresh.reduce((sum, event) => sum + event.deltaBytes, 0);
-  const { state: _state, ...fields } = toSessionView(row, { user: {}, app: {} });
-  const view = { ...fields, stateJson: mergedStateText(state, userState, appState) };
+  const view = appendedSessionView(row, mergedStateText(state, userState, appState));
   return { replayOnly: false, writtenCount: fresh.length, stateBytes, deltaBytes, events, session: view };
+}
+
+/** The session view of `row` with its merged state given as JSON text instead of an object. */
+function appendedSessionView(row: Omit<Parameters<typeof toSessionView>[0], 'state'>, stateJson: string): AppendedSessionView {
+  const { state: _state, ...fields } = toSessionView({ ...row, state: {} }, { user: {}, app: {} });
+  return { ...fields, stateJson };
 }
 
 const isRefusal = (error: unknown) =>

@@ -1,6 +1,6 @@
 import { SessionPath, errorResponses } from '../../http/schemas.js';
 import { etagOf, parseIfMatch } from '../../lib/preconditions.js';
-import { RAW_JSON_SLOT, jsonWithRawValues, sendJsonText, viewSerializerCompiler } from '../../http/view-serializer.js';
+import { RAW_JSON_SLOT, jsonWithRawValue, sendJsonText, viewSerializerCompiler } from '../../http/view-serializer.js';
 import type { AppDeps, ZodApp } from '../../http/zod-app.js';
 import type { AppendDeps } from './append.service.js';
 import { maySeeSessionContents, writtenSessionAnswer } from '../sessions/index.js';
@@ -72,7 +72,7 @@ export async function eventsRoutes(app: ZodApp, { db, limits, metrics, pageToken
       const shown = maySeeSessionContents(request.principal, key.spaceId);
       const session = writtenSessionAnswer({ ...fields, state: {} }, shown);
       const body = { events: result.events, session: shown ? { ...session, state: RAW_JSON_SLOT } : session };
-      return sendJsonText(reply.status(result.replayOnly ? 200 : 201), jsonWithRawValues(body, { [RAW_JSON_SLOT]: stateJson }));
+      return sendJsonText(reply.status(result.replayOnly ? 200 : 201), jsonWithRawValue(body, stateJson));
     },
   );
 

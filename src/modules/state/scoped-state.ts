@@ -24,6 +24,12 @@ export function scopeOfKey(key: string): KeyScope {
   return 'session';
 }
 
+/** Whether some top-level key is of `scope`. */
+function someKeyOf(object: JsonObject, scope: KeyScope): boolean {
+  for (const key in object) if (scopeOfKey(key) === scope) return true;
+  return false;
+}
+
 /** Whether every top-level key is of `scope`. */
 function allKeysOf(object: JsonObject, scope: KeyScope): boolean {
   for (const key in object) if (scopeOfKey(key) !== scope) return false;
@@ -47,9 +53,7 @@ export function splitByScope(object: JsonObject): ScopedStates {
 
 /** The object without its `temp:` keys (what is stored of an event's stateDelta). */
 export function withoutTempKeys(object: JsonObject): JsonObject {
-  let hasTemp = false;
-  for (const key in object) if (key.startsWith(TEMP_PREFIX)) hasTemp = true;
-  if (!hasTemp) return object;
+  if (!someKeyOf(object, 'temp')) return object;
   return Object.fromEntries(Object.entries(object).filter(([key]) => scopeOfKey(key) !== 'temp'));
 }
 
