@@ -8,6 +8,8 @@
 //   4. the minimal transaction of the issue (BEGIN; UPDATE … RETURNING; INSERT; COMMIT) on a
 //      minimal schema, by pgbench with 32 clients (see minimal-transaction.ts);
 //   5. the same as one statement (WITH s AS (UPDATE …) INSERT …), by pgbench;
+//   5b. that one statement behind HTTP: the hand-written HTTP service (hand-written-server.ts, a bare
+//      Fastify route and `pg`), loaded like run 1: the floor for the server's CPU per append;
 //   6. run 1 again through PgBouncer in transaction mode: a second server process whose
 //      DATABASE_URL is a private PgBouncer (its pool as large as the direct server's pool, so the
 //      figure is the pooler's own cost) and DATABASE_DIRECT_URL the database itself. On by default
@@ -44,9 +46,9 @@ import { type AppendPath, createAppendPath } from '../src/modules/events/append.
 import type { AppendBatchCounts } from '../src/lib/metrics-registry.js';
 import type { AppendEventsBody } from '../src/modules/events/events.schemas.js';
 import { type CpuPerOperation, cpuMeter } from './cpu-meter.js';
-import { MINIMAL_SCRIPTS, type MinimalScript, countMinimalEvents, createMinimalSchema, runPgbench } from './minimal-transaction.js';
+import { MINIMAL_SCHEMA, MINIMAL_SCRIPTS, type MinimalScript, countMinimalEvents, createMinimalSchema, runPgbench } from './minimal-transaction.js';
 import { HERE, appendThroughput, startEmbedded, stopEmbedded, storedEvents } from './embedded-server.js';
-import { freePort, rssOfProcess, scrapeMetrics, startServer, stopServer, waitReady } from './server-process.js';
+import { freePort, rssOfProcess, scrapeMetrics, startHandWrittenServer, startServer, stopServer, waitReady } from './server-process.js';
 import { createBenchDatabase, percentile, rssMiB } from './support.js';
 import { findPgBouncer, type PrivatePgBouncer, startPrivatePgBouncer } from '../test/support/private-pgbouncer.js';
 
@@ -66,6 +68,7 @@ const RUNS = {
   own: "service's appendEvents through pg",
   minimal: 'minimal transaction (pgbench)',
   oneStatement: 'minimal, one statement (pgbench)',
+  handWritten: 'hand-written HTTP service, 1 event',
   pgbouncer: 'HTTP, 1 event, through PgBouncer',
 } as const;
 type RunName = keyof typeof RUNS;
@@ -142,6 +145,7 @@ async function main(): Promise<void> {
   const service = serviceConfig(url);
   let server: ChildProcess | undefined;
   let pooledServer: ChildProcess | undefined;
+  let handServer: ChildProcess | undefined;
   let bouncer: PrivatePgBouncer | undefined;
   let own: DatabaseHandle | undefined;
   let keep = Boolean(process.env.BENCH_KEEP_DATABASE);
@@ -176,6 +180,12 @@ async function main(): Promise<void> {
       await waitReady(pooledBench.base, pooledServer);
     }
 
+    // The hand-written HTTP service (hand-written-server.ts) on the minimal schema, its pool as large as the server's.
+    const handPort = await freePort();
+    handServer = startHandWrittenServer(url, handPort, POOL_MAX);
+    const handBench: Bench = { ...bench, base: `http://127.0.0.1:${handPort}` };
+    await waitReady(handBench.base, handServer);
+
     // Run 3's pool is opened exactly as the service opens its own (size, timeouts, type parsers),
     // and its appends are grouped as the server groups its own (APPEND_BATCH_MAX and _CONCURRENCY).
     own = await openDatabase(service.database);
@@ -185,15 +195,16 @@ async function main(): Promise<void> {
     console.log(
       `PostgreSQL ${version}, database ${name}; pool ${POOL_MAX} (the server's and run 3's), ${CONNECTIONS} concurrent clients, ` +
         `${SESSIONS} sessions, ${DURATION_S} s per run after ${WARMUP_S} s of warm-up, ${ROUNDS} round(s)` +
-        `; group commit: up to ${service.limits.appendBatchMax} appends per call, ${service.limits.appendBatchConcurrency} calls at once` +
+        `; group commit: up to ${service.limits.appendBatchMax} appends per call, at most ${service.limits.appendBatchConcurrency} calls at once (another only for a full batch or an overdue call)` +
         (bouncer ? `; run 6 through ${String((await bouncer.show('VERSION'))[0]!.version)}, pool_mode = transaction, default_pool_size = ${POOL_MAX}` : '; no PgBouncer run'),
     );
     await printCapturedAppend(own, service.limits, bench);
 
     const acknowledged: string[] = [];
     let pgbenchTransactions = 0;
-    const results: Record<RunName, RunResult[]> = { single: [], batch: [], own: [], minimal: [], oneStatement: [], pgbouncer: [] };
-    const cpu: Record<RunName, CpuPerOperation[]> = { single: [], batch: [], own: [], minimal: [], oneStatement: [], pgbouncer: [] };
+    const results: Record<RunName, RunResult[]> = { single: [], batch: [], own: [], minimal: [], oneStatement: [], handWritten: [], pgbouncer: [] };
+    const cpu: Record<RunName, CpuPerOperation[]> = { single: [], batch: [], own: [], minimal: [], oneStatement: [], handWritten: [], pgbouncer: [] };
+    const handAcknowledged: string[] = [];
     const runs = (Object.keys(RUNS) as RunName[]).filter((run) => run !== 'pgbouncer' || pooledBench);
     const rows: Record<string, string>[] = [];
     const runMinimal = async (target: string, run: 'minimal' | 'oneStatement', seconds: number): Promise<RunResult> => {
@@ -207,18 +218,19 @@ async function main(): Promise<void> {
       own: (seconds, ids) => runServiceAppend(ownPath, bench, seconds, ids),
       minimal: (seconds) => runMinimal(url, 'minimal', seconds),
       oneStatement: (seconds) => runMinimal(url, 'oneStatement', seconds),
+      handWritten: (seconds) => runHttp(handBench, 1, seconds, handAcknowledged, 'hand'),
       pgbouncer: (seconds, ids) => runHttp(pooledBench!, 1, seconds, ids),
     };
 
     for (let round = 1; round <= ROUNDS; round++) {
       for (const run of runs) {
         if (WARMUP_S > 0) await operations[run](WARMUP_S, acknowledged);
-        const serving = run === 'pgbouncer' ? pooledServer! : server;
+        const serving = run === 'pgbouncer' ? pooledServer! : run === 'handWritten' ? handServer : server;
         const meter = await cpuMeter(setup.pool, name, serving.pid!);
-        const http = run === 'single' || run === 'batch' || run === 'pgbouncer';
+        const http = run === 'single' || run === 'batch' || run === 'pgbouncer' || run === 'handWritten';
         const pgbench = run === 'minimal' || run === 'oneStatement';
         const batchCounts = () => (http ? scrapeBatchCounts(run === 'pgbouncer' ? pooledBench!.base : bench.base) : Promise.resolve({ ...ownBatcher.stats }));
-        const countsBefore = pgbench ? undefined : await batchCounts();
+        const countsBefore = pgbench || run === 'handWritten' ? undefined : await batchCounts();
         const windowStart = process.hrtime.bigint() / 1000n; // µs of CLOCK_MONOTONIC, the clock of .cpuprofile timestamps
         const result = await operations[run](DURATION_S, acknowledged);
         const windowEnd = process.hrtime.bigint() / 1000n;
@@ -277,27 +289,34 @@ async function main(): Promise<void> {
       const events = results[run][0]!.eventsPerOperation;
       console.log(`  ${RUNS[run].padEnd(36)} ${median(perSecond(run)).toFixed(0).padStart(7)}/s${events > 1 ? ` = ${(median(perSecond(run)) * events).toFixed(0)} events/s` : ''}`);
     }
-    console.log(`  HTTP append ÷ minimal transaction:       ${ratio('single', 'minimal').toFixed(2)}  (target ≥ 0.5)`);
+    console.log(`  HTTP append ÷ minimal transaction:       ${ratio('single', 'minimal').toFixed(2)}  (issue 24's target ≥ 1.0)`);
     console.log(`  HTTP append ÷ minimal, one statement:    ${ratio('single', 'oneStatement').toFixed(2)}`);
     console.log(`  HTTP append ÷ service's appendEvents:    ${ratio('single', 'own').toFixed(2)}`);
+    console.log(`  HTTP append ÷ hand-written HTTP service: ${ratio('single', 'handWritten').toFixed(2)}`);
     console.log(`  appendEvents ÷ minimal transaction:      ${ratio('own', 'minimal').toFixed(2)}`);
-    console.log(`  batch events/s ÷ single events/s:        ${ratio('batch', 'single', BATCH_EVENTS, 1).toFixed(2)}  (target ≥ 3)`);
+    console.log(`  batch events/s ÷ single events/s:        ${ratio('batch', 'single', BATCH_EVENTS, 1).toFixed(2)}  (issue 24's target ≥ 5)`);
     if (pooledBench) console.log(`  HTTP through PgBouncer ÷ HTTP direct:     ${ratio('pgbouncer', 'single').toFixed(2)}  (${median(perSecond('pgbouncer')).toFixed(0)}/s vs ${median(perSecond('single')).toFixed(0)}/s)`);
     const serverCpu = median(cpu.single.map((c) => c.server));
     const batchCpu = median(cpu.batch.map((c) => c.server));
-    console.log(`  server CPU per append: ${serverCpu.toFixed(2)} ms (1 event); ${batchCpu.toFixed(2)} ms per batch request = ${(batchCpu / BATCH_EVENTS).toFixed(2)} ms per event`);
+    console.log(`  server CPU per append: ${serverCpu.toFixed(2)} ms (1 event; issue 24's target ≤ 0.12); ${batchCpu.toFixed(2)} ms per batch request = ${(batchCpu / BATCH_EVENTS).toFixed(2)} ms per event`);
+    console.log(`  PostgreSQL CPU per append: ${median(cpu.single.map((c) => c.postgres)).toFixed(2)} ms (1 event over HTTP; issue 24's target ≤ 0.15)`);
+    const handCpu = median(cpu.handWritten.map((c) => c.server));
+    console.log(`  hand-written HTTP service: ${handCpu.toFixed(2)} ms of server CPU and ${median(cpu.handWritten.map((c) => c.postgres)).toFixed(2)} ms of PostgreSQL CPU per append (one round trip and commit each); the service ÷ it: ${(serverCpu / handCpu).toFixed(2)} (server), ${(median(cpu.single.map((c) => c.postgres)) / median(cpu.handWritten.map((c) => c.postgres))).toFixed(2)} (PostgreSQL)`);
     console.log(`  appendEvents in-process: ${median(cpu.own.map((c) => c.bench)).toFixed(2)} ms of Node CPU per append`);
 
     const failed = Object.values(results).flat().reduce((sum, r) => sum + r.failed, 0);
     const stored = new Set((await setup.pool.query<{ event_id: string }>('SELECT event_id FROM events')).rows.map((row) => row.event_id));
     const missing = acknowledged.filter((id) => !stored.has(id)).length;
     const minimalEvents = await countMinimalEvents(setup.pool);
+    const handStored = Number((await setup.pool.query(`SELECT count(*) AS n FROM ${MINIMAL_SCHEMA}.events WHERE event_id LIKE 'hand-%'`)).rows[0].n);
+    const handMissing = handAcknowledged.length - Number((await setup.pool.query(`SELECT count(*) AS n FROM ${MINIMAL_SCHEMA}.events WHERE event_id = ANY ($1)`, [handAcknowledged])).rows[0].n);
     console.log(`  embedded PGlite over HTTP, 1 event: ${median(embeddedPerSecond).toFixed(0)}/s, ÷ PostgreSQL over HTTP ${(median(embeddedPerSecond) / median(perSecond('single'))).toFixed(2)}; ${embeddedVerdict}`);
     console.log(`  non-2xx or failed: ${failed + embeddedFailed}`);
     console.log(`  verified: ${acknowledged.length} acknowledged events (HTTP and appendEvents, warm-ups included), ${missing} missing from the database`);
-    console.log(`  verified: ${pgbenchTransactions} pgbench transactions, ${minimalEvents} events in the minimal schema`);
+    console.log(`  verified: ${handAcknowledged.length} acknowledged by the hand-written service, ${handMissing} missing`);
+    console.log(`  verified: ${pgbenchTransactions} pgbench transactions and ${handStored} events of the hand-written service, ${minimalEvents} events in the minimal schema`);
     console.log(`  RSS after the run: server ${rssOfProcess(server.pid!).toFixed(1)} MiB, bench process ${rssMiB()} MiB`);
-    if (failed + embeddedFailed > 0 || missing > 0 || minimalEvents !== pgbenchTransactions || embeddedVerdict.includes('MISMATCH')) {
+    if (failed + embeddedFailed > 0 || missing + handMissing > 0 || minimalEvents !== pgbenchTransactions + handStored || embeddedVerdict.includes('MISMATCH')) {
       process.exitCode = 1;
       keep = true;
     }
@@ -305,6 +324,7 @@ async function main(): Promise<void> {
     await own?.close();
     if (server) await stopServer(server);
     if (pooledServer) await stopServer(pooledServer);
+    if (handServer) await stopServer(handServer);
     await bouncer?.remove();
     await setup.close();
     if (keep) console.log(`kept database ${name} for inspection`);
@@ -358,7 +378,7 @@ async function createSessions({ base, spaceId, headers }: Bench): Promise<void> 
 }
 
 /** CONNECTIONS autocannon connections, each request appending `size` events to a random session. */
-async function runHttp(bench: Bench, size: number, seconds: number, acknowledged: string[]): Promise<RunResult> {
+async function runHttp(bench: Bench, size: number, seconds: number, acknowledged: string[], prefix = size === 1 ? 'http' : 'batch'): Promise<RunResult> {
   const result = await autocannon({
     url: bench.base,
     connections: CONNECTIONS,
@@ -368,7 +388,7 @@ async function runHttp(bench: Bench, size: number, seconds: number, acknowledged
         method: 'POST',
         headers: bench.headers,
         setupRequest: (request, context) => {
-          const { body, eventIds } = appendBody(size === 1 ? 'http' : 'batch', size);
+          const { body, eventIds } = appendBody(prefix, size);
           (context as { eventIds?: string[] }).eventIds = eventIds;
           const { userId, sessionId } = randomSession();
           return { ...request, path: `/v1/spaces/${bench.spaceId}/users/${userId}/sessions/${sessionId}/events`, body: JSON.stringify(body) };

@@ -34,6 +34,15 @@ export function startServer(
   });
 }
 
+/** The hand-written HTTP service (hand-written-server.ts) on 127.0.0.1:`port`, over the minimal schema of `databaseUrl`. */
+export function startHandWrittenServer(databaseUrl: string, port: number, poolMax: number): ChildProcess {
+  return spawn(process.execPath, ['--import', 'tsx', 'bench/hand-written-server.ts'], {
+    cwd: ROOT,
+    stdio: ['ignore', 'inherit', 'inherit'],
+    env: { ...process.env, DATABASE_URL: databaseUrl, PORT: String(port), POOL_MAX: String(poolMax) },
+  });
+}
+
 export async function waitReady(base: string, server: ChildProcess): Promise<void> {
   for (let attempt = 0; attempt < 300; attempt++) {
     if (server.exitCode !== null) throw new Error(`the server exited with ${server.exitCode}`);

@@ -7,6 +7,8 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { buildApp } from '../../src/app.js';
 import { DEFAULT_LIMITS } from '../../src/config.js';
 import { openDatabase } from '../../src/db/connect.js';
+import { createAccountSlots } from '../../src/lib/account-slots.js';
+import { batchingOptions, createAppendBatcher } from '../../src/modules/events/append-batcher.js';
 import type { JsonObject } from '../../src/db/schema.js';
 import { insertSession } from '../support/fixtures.js';
 import { parsePrometheusText, sampleValue } from '../support/prometheus-text.js';
@@ -326,6 +328,45 @@ describe.runIf(inject('testBackend').kind === 'postgres')('group commit on two i
     } finally {
       for (const client of [killer, lockedHolder, blockerHolder]) client.release();
       await app.close();
+      await handle.close();
+    }
+  });
+
+  it('with two calls allowed, appends that arrive while one is out wait and go together, and go out while it is stuck', { timeout: 30_000 }, async () => {
+    const handle = await openDatabase({ kind: 'postgres', url: t.database.pool.options.connectionString!, poolMax: 4, statementTimeoutMs: 10_000, connectTimeoutMs: 10_000 });
+    const limits = { ...DEFAULT_LIMITS, appendBatchConcurrency: 2 };
+    // The instance's batcher itself, so that the appends reach it in one tick, as they do under load.
+    const batcher = createAppendBatcher(handle.db, { ...batchingOptions(limits, createAccountSlots({ total: 2, perAccount: 1 })), batchScope: 'any-accounts' });
+    const holder = await t.database.pool.connect();
+    try {
+      const keys = (await Promise.all(Array.from({ length: 5 }, () => newSession()))).map((sessionId) => ({
+        accountId: t.account.accountId,
+        spaceId: t.account.defaultSpaceId,
+        userId: USER,
+        sessionId,
+      }));
+      const [blocker, ...free] = keys;
+      const append = (key: (typeof keys)[number]) => batcher.append(key, [{ eventId: randomUUID(), author: 'user', payloadHash: '00'.repeat(32) }], undefined);
+      await holder.query('BEGIN');
+      await holder.query('SELECT 1 FROM sessions WHERE account_id = $1 AND session_id = $2 FOR UPDATE', [t.account.accountId, blocker!.sessionId]);
+      const before = { ...batcher.stats };
+      // The blocker's call goes out alone, at once, and waits for its lock until the holder lets go.
+      // A second call is allowed, but sending the first of the others at once would split them: they
+      // wait for the call out, which becomes overdue while it is stuck, and then go out as one batch.
+      let blockerAnswered = false;
+      const blockerAnswer = append(blocker!).finally(() => (blockerAnswered = true));
+      const freeAnswers = await Promise.all(free.map(append));
+      const answeredWhileStuck = !blockerAnswered;
+      await holder.query('COMMIT');
+
+      expect(freeAnswers.map((session) => session?.event_count)).toEqual(free.map(() => 1));
+      expect(answeredWhileStuck).toBe(true);
+      expect((await blockerAnswer)?.event_count).toBe(1);
+      expect(batcher.stats.batches - before.batches).toBe(1);
+      expect(batcher.stats.batchedAppends - before.batchedAppends).toBe(free.length);
+      expect(batcher.stats.rerunAlone - before.rerunAlone).toBe(0);
+    } finally {
+      holder.release();
       await handle.close();
     }
   });
