@@ -1,6 +1,7 @@
 // Queries on sub-accounts, their policies and credentials. Every query is scoped by account_id.
 import { type Transaction, type Selectable, sql } from 'kysely';
-import type { Executor } from '../../db/connect.js';
+import { transactionRetryingConflicts } from '../../db/conflict-retry.js';
+import type { Database, Executor } from '../../db/connect.js';
 import type { DB, PoliciesTable, PolicyStatementRow, PrincipalsTable } from '../../db/schema.js';
 import { NOW_MS } from '../../db/sql-fragments.js';
 import { type ListedCredential, LISTED_CREDENTIAL_COLUMNS, ROOT_PRINCIPAL_ID } from '../accounts/index.js';
@@ -88,6 +89,14 @@ export async function listCredentials(db: Executor, accountId: string, principal
 
 export async function findCredentialOfAccount(db: Executor, accountId: string, secretId: string): Promise<ListedCredential | undefined> {
   return db.selectFrom('credentials').select(LISTED_CREDENTIAL_COLUMNS).where('account_id', '=', accountId).where('secret_id', '=', secretId).executeTakeFirst();
+}
+
+/**
+ * The transaction of a credential change. On Citus two of them can deadlock on the copies of the
+ * principals and credentials reference tables: the one cancelled runs again (db/conflict-retry.ts).
+ */
+export function inCredentialChangeTransaction<T>(db: Database, work: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
+  return transactionRetryingConflicts(db, work);
 }
 
 /**

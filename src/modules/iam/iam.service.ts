@@ -16,6 +16,7 @@ import {
   findPolicy,
   findSubAccount,
   hasOtherEnabledRootCredential,
+  inCredentialChangeTransaction,
   insertSubAccount,
   listCredentials,
   listSubAccounts,
@@ -131,7 +132,7 @@ async function changeCredential<T>(
   revokes: boolean,
   change: (trx: Transaction<DB>) => Promise<T>,
 ): Promise<T> {
-  return db.transaction().execute(async (trx) => {
+  return inCredentialChangeTransaction(db, async (trx) => {
     let credential = await findCredentialOfAccount(trx, accountId, secretId);
     if (!credential) throw credentialNotFound(secretId);
     if (credential.principal_id === ROOT_PRINCIPAL_ID) {
