@@ -15,7 +15,7 @@ import { SQLSTATE } from './sqlstate.js';
 const DEFAULT_ATTEMPTS = 3;
 const MAX_PAUSE_MS = 20;
 
-export function isRolledBackConflict(error: unknown): boolean {
+function isRolledBackConflict(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
   return code === SQLSTATE.deadlockDetected || code === SQLSTATE.serializationFailure;
 }

@@ -96,8 +96,8 @@ export class AppendBatcher {
   /** Read by /metrics (append_batches_total and the two after it). */
   readonly stats: AppendBatchCounts = { batches: 0, batchedAppends: 0, rerunAlone: 0, sentAlone: { sharedState: 0, largeDelta: 0 } };
   private readonly waiting: Waiting[] = [];
-  /** performance.now() at which each call now out was sent. */
-  private readonly callsOut = new Set<number>();
+  /** The calls now out, each with the performance.now() at which it was sent (an object each: two may share a time). */
+  private readonly callsOut = new Set<{ sentAt: number }>();
   /** The recent typical duration of a call, in ms (a moving average). */
   private typicalCallMs = INITIAL_TYPICAL_CALL_MS;
   /** Set while appends wait for a call out to become overdue. */
@@ -147,12 +147,12 @@ export class AppendBatcher {
     if (this.batchScope === undefined) return this.detectScope();
     while (this.waiting.length > 0 && this.mayStartCall()) {
       const batch = this.takeBatch();
-      const sentAt = performance.now();
-      this.callsOut.add(sentAt);
+      const call = { sentAt: performance.now() };
+      this.callsOut.add(call);
       // A batch carries several accounts' appends: its connection is no one account's (db/fair-pool.ts).
       void runForNoAccount(() => this.send(batch)).finally(() => {
-        this.callsOut.delete(sentAt);
-        const took = Math.min(performance.now() - sentAt, MAX_TYPICAL_CALL_MS);
+        this.callsOut.delete(call);
+        const took = Math.min(performance.now() - call.sentAt, MAX_TYPICAL_CALL_MS);
         this.typicalCallMs += (took - this.typicalCallMs) * TYPICAL_CALL_WEIGHT;
         this.sendWaiting();
       });
@@ -170,7 +170,8 @@ export class AppendBatcher {
 
   /** Milliseconds until the newest call out is overdue (≤ 0: it is). */
   private untilOverdue(): number {
-    const newest = Math.max(...this.callsOut);
+    let newest = 0;
+    for (const call of this.callsOut) newest = Math.max(newest, call.sentAt);
     return newest + Math.max(MIN_OVERDUE_MS, OVERDUE_FACTOR * this.typicalCallMs) - performance.now();
   }
 
