@@ -12,6 +12,10 @@ let passed = 0;
 let failed = 0;
 let skipped = 0;
 const unexpected = [];
+// Failed tests are listed again at the end, with the first line of their message: only the tail of
+// a long CI log may be kept, and it should still say what failed.
+const failures = [];
+const where = (suite) => suite.name.replace(/^.*\/test\//, 'test/');
 for (const run of runs) {
   const file = `${folder}/${run}.json`;
   if (!existsSync(file)) {
@@ -23,16 +27,23 @@ for (const run of runs) {
   passed += report.numPassedTests;
   failed += report.numFailedTests + (report.numFailedTestSuites > 0 && report.numTotalTests === 0 ? report.numFailedTestSuites : 0);
   for (const suite of report.testResults) {
+    if (suite.status === 'failed' && suite.assertionResults.length === 0) failures.push(`${run}: ${where(suite)}: ${firstLine(suite.message)}`);
     for (const test of suite.assertionResults) {
+      const fullName = [...test.ancestorTitles, test.title].join(' › ');
+      if (test.status === 'failed') failures.push(`${run}: ${fullName} (${where(suite)}): ${firstLine(test.failureMessages?.[0])}`);
       if (test.status !== 'skipped' && test.status !== 'pending' && test.status !== 'todo') continue;
       skipped += 1;
-      const fullName = [...test.ancestorTitles, test.title].join(' › ');
-      if (!(run === 'pglite' && fullName.includes('PostgreSQL'))) unexpected.push(`${run}: ${fullName} (${suite.name.replace(/^.*\/test\//, 'test/')})`);
+      if (!(run === 'pglite' && fullName.includes('PostgreSQL'))) unexpected.push(`${run}: ${fullName} (${where(suite)})`);
     }
   }
 }
+if (failures.length > 0) console.log(`failed tests:\n  ${failures.join('\n  ')}`);
 if (unexpected.length > 0) {
   console.log(`unexpected skips (each counts as a failure):\n  ${unexpected.join('\n  ')}`);
   failed += unexpected.length;
 }
 console.log(`${passed} passed, ${failed} failed, ${skipped} skipped`);
+
+function firstLine(message) {
+  return String(message ?? '').split('\n').find((line) => line.trim() !== '')?.trim().slice(0, 300) ?? '';
+}
