@@ -193,7 +193,7 @@ async function main(): Promise<void> {
     const ownPath = createAppendPath(own.db, service.limits, ownBatcher);
     const version = (await setup.pool.query('SHOW server_version')).rows[0].server_version;
     console.log(
-      `PostgreSQL ${version}, database ${name}; pool ${POOL_MAX} (the server's and run 3's), ${CONNECTIONS} concurrent clients, ` +
+      `Node.js ${process.version} (the servers run on it too), PostgreSQL ${version}, database ${name}; pool ${POOL_MAX} (the server's and run 3's), ${CONNECTIONS} concurrent clients, ` +
         `${SESSIONS} sessions, ${DURATION_S} s per run after ${WARMUP_S} s of warm-up, ${ROUNDS} round(s)` +
         `; group commit: up to ${service.limits.appendBatchMax} appends per call, at most ${service.limits.appendBatchConcurrency} calls at once (another only for a full batch or an overdue call)` +
         (bouncer ? `; run 6 through ${String((await bouncer.show('VERSION'))[0]!.version)}, pool_mode = transaction, default_pool_size = ${POOL_MAX}` : '; no PgBouncer run'),

@@ -188,7 +188,7 @@ async function main(): Promise<void> {
       return res.json() as Record<string, unknown>;
     };
 
-    console.log(`PostgreSQL ${(await raw.query('SHOW server_version')).rows[0].server_version}, database ${name}, cases ${[...SELECTED].join(', ')}, N=${N} reads per case (after ${WARMUP} warm-up reads)`);
+    console.log(`Node.js ${process.version}, PostgreSQL ${(await raw.query('SHOW server_version')).rows[0].server_version}, database ${name}, cases ${[...SELECTED].join(', ')}, N=${N} reads per case (after ${WARMUP} warm-up reads)`);
     const bigSpace = account.defaultSpaceId;
     // Without the list cases, one space of BENCH_SMALL_SESSIONS is enough to describe a session in.
     const bigCount = selected('sessions') ? BIG_SESSIONS : SMALL_SESSIONS;
