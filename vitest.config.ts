@@ -11,6 +11,7 @@ const CITUS_INTEGRATION_SUITES = [
   'state-at-event',
   'iam-credentials',
   'iam-subaccounts',
+  'iam-concurrent-writes',
   'credential-cache',
   'tencent-api',
   'export-import',

@@ -96,9 +96,22 @@ export function listenOnDedicatedClient(channel: string, handlers: NotificationH
     }
   };
 
+  // One round trip at a time on the listening connection: the catch-ups of concurrent credential
+  // changes and the heartbeat would otherwise hand pg a query while another is running. Each waits
+  // for the one before it and is sent after its caller's commit, which is what a catch-up needs.
+  let lastRoundTrip: Promise<void> = Promise.resolve();
+  const roundTrip = (listening: { client: pg.Client }): Promise<void> => {
+    lastRoundTrip = lastRoundTrip.then(() =>
+      listening.client.query('SELECT 1').then(
+        () => undefined,
+        (error: Error) => lose(listening.client, error),
+      ),
+    );
+    return lastRoundTrip;
+  };
+
   const heartbeat = setInterval(() => {
-    const listening = current;
-    listening?.client.query('SELECT 1').catch((error: Error) => lose(listening.client, error));
+    if (current) void roundTrip(current);
   }, heartbeatMs);
   heartbeat.unref();
   scheduleConnect();
@@ -112,7 +125,7 @@ export function listenOnDedicatedClient(channel: string, handlers: NotificationH
       if (!listening) return;
       // The committing backend signals listeners before its client sees COMMIT's answer, and a
       // backend sends the notifications it was signalled about before it answers the next query.
-      await listening.client.query('SELECT 1').catch((error: Error) => lose(listening.client, error));
+      await roundTrip(listening);
     },
     async close() {
       closed = true;

@@ -92,11 +92,19 @@ export async function findCredentialOfAccount(db: Executor, accountId: string, s
 }
 
 /**
- * The transaction of a credential change. On Citus two of them can deadlock on the copies of the
- * principals and credentials reference tables: the one cancelled runs again (db/conflict-retry.ts).
+ * The transaction of every IAM write of an account: its sub-accounts, their policies, its
+ * credentials. On Citus these tables are reference tables, and a write locks its rows on every
+ * node's copy: two writes of one account at once could take those locks in opposite orders, and
+ * eight at once deadlocked about half the time (test/citus/iam-concurrent-writes.test.ts). A
+ * transaction-scoped advisory lock on the account makes its IAM writes take turns — they are few
+ * and short, and another account's never waits for it. A deadlock the lock does not order (with
+ * another account's write) runs the transaction again (db/conflict-retry.ts).
  */
-export function inCredentialChangeTransaction<T>(db: Database, work: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
-  return transactionRetryingConflicts(db, work);
+export function inIamWriteTransaction<T>(db: Database, accountId: string, work: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
+  return transactionRetryingConflicts(db, async (trx) => {
+    await sql`SELECT pg_advisory_xact_lock(hashtextextended(${JSON.stringify(['iam-writes', accountId])}, 0))`.execute(trx);
+    return work(trx);
+  });
 }
 
 /**

@@ -16,7 +16,7 @@ import {
   findPolicy,
   findSubAccount,
   hasOtherEnabledRootCredential,
-  inCredentialChangeTransaction,
+  inIamWriteTransaction,
   insertSubAccount,
   listCredentials,
   listSubAccounts,
@@ -49,7 +49,7 @@ async function findSubAccountOrThrow(db: Executor, accountId: string, subAccount
 }
 
 export async function createSubAccount(db: Database, accountId: string, name: string): Promise<SubAccountView> {
-  return toSubAccountView(await insertSubAccount(db, accountId, newSubAccountId(), name));
+  return toSubAccountView(await inIamWriteTransaction(db, accountId, (trx) => insertSubAccount(trx, accountId, newSubAccountId(), name)));
 }
 
 export async function describeSubAccount(db: Database, accountId: string, subAccountId: string): Promise<SubAccountView> {
@@ -76,11 +76,11 @@ export async function listSubAccountsPage(db: Database, tokens: PageTokens, acco
 
 /** Its credentials and its policy are deleted with it (ON DELETE CASCADE): they stop working at once. */
 export async function deleteSubAccount(db: Database, accountId: string, subAccountId: string): Promise<void> {
-  if (!(await deleteSubAccountRow(db, accountId, subAccountId))) throw subAccountNotFound(subAccountId);
+  if (!(await inIamWriteTransaction(db, accountId, (trx) => deleteSubAccountRow(trx, accountId, subAccountId)))) throw subAccountNotFound(subAccountId);
 }
 
 export async function putPolicy(db: Database, accountId: string, subAccountId: string, statements: PolicyStatementValue[]): Promise<SubAccountPolicyView> {
-  const row = await db.transaction().execute(async (trx) => {
+  const row = await inIamWriteTransaction(db, accountId, async (trx) => {
     // FOR SHARE: a concurrent delete of the sub-account waits, rather than the upsert failing on its FK.
     await findSubAccountOrThrow(trx, accountId, subAccountId, 'share');
     return upsertPolicy(trx, accountId, subAccountId, statements);
@@ -104,12 +104,11 @@ export async function createCredential(
   subAccountId: string | undefined,
   masterKey: Buffer | undefined,
 ): Promise<IssuedCredentialView> {
-  const { issued, credential: row } = subAccountId
-    ? await db.transaction().execute(async (trx) => {
-        await findSubAccountOrThrow(trx, accountId, subAccountId, 'share');
-        return storeNewCredential(trx, accountId, subAccountId, masterKey);
-      })
-    : await storeNewCredential(db, accountId, ROOT_PRINCIPAL_ID, masterKey);
+  const { issued, credential: row } = await inIamWriteTransaction(db, accountId, async (trx) => {
+    if (!subAccountId) return storeNewCredential(trx, accountId, ROOT_PRINCIPAL_ID, masterKey);
+    await findSubAccountOrThrow(trx, accountId, subAccountId, 'share');
+    return storeNewCredential(trx, accountId, subAccountId, masterKey);
+  });
   return { secretId: issued.secretId, secretKey: issued.secretKey, token: issued.token, status: row.status, createTime: row.create_time.toISOString() };
 }
 
@@ -132,7 +131,7 @@ async function changeCredential<T>(
   revokes: boolean,
   change: (trx: Transaction<DB>) => Promise<T>,
 ): Promise<T> {
-  return inCredentialChangeTransaction(db, async (trx) => {
+  return inIamWriteTransaction(db, accountId, async (trx) => {
     let credential = await findCredentialOfAccount(trx, accountId, secretId);
     if (!credential) throw credentialNotFound(secretId);
     if (credential.principal_id === ROOT_PRINCIPAL_ID) {
