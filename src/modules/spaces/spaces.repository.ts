@@ -1,5 +1,6 @@
 // Queries on session spaces. Every query is scoped by account_id.
 import { type Expression, type ExpressionBuilder, type SqlBool, type Transaction, sql } from 'kysely';
+import { lockUntilTransactionEnds } from '../../db/advisory-lock.js';
 import type { Executor } from '../../db/connect.js';
 import { containsPattern } from '../../db/like.js';
 import type { DB, SpaceRow } from '../../db/schema.js';
@@ -56,12 +57,11 @@ export async function insertSpace(
 }
 
 /**
- * Serializes `onNameExists: reuse` creates of one name in one account until the transaction ends.
- * The key is a 64-bit hash of (account, name): a collision only makes two unrelated names wait for
- * each other, never merges them (the lookup that follows compares the name itself).
+ * Serializes `onNameExists: reuse` creates of one name in one account until the transaction ends
+ * (a hash collision only makes two names wait: the lookup that follows compares the name itself).
  */
 export async function lockSpaceName(trx: Transaction<DB>, accountId: string, name: string): Promise<void> {
-  await sql`SELECT pg_advisory_xact_lock(hashtextextended(${JSON.stringify(['space-name', accountId, name])}, 0))`.execute(trx);
+  await lockUntilTransactionEnds(trx, ['space-name', accountId, name]);
 }
 
 function matchesFilters(accountId: string, filters: SpaceFilters) {
