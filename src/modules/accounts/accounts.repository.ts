@@ -1,4 +1,6 @@
 import { type Transaction, sql } from 'kysely';
+import { lockUntilTransactionEnds } from '../../db/advisory-lock.js';
+import { transactionRetryingConflicts } from '../../db/conflict-retry.js';
 import type { Database, Executor } from '../../db/connect.js';
 import type { CredentialRow, DB, PolicyStatementRow, PrincipalsTable } from '../../db/schema.js';
 import { NOW_MS } from '../../db/sql-fragments.js';
@@ -118,9 +120,20 @@ export async function listAccountsWithCredentialCounts(db: Database) {
     .execute();
 }
 
-/** Locks the account row so that two rotations of its root credential run one after the other. */
-export async function lockAccountByName(trx: Transaction<DB>, name: string) {
-  return trx.selectFrom('accounts').select(['account_id', 'name']).where('name', '=', name).forUpdate().executeTakeFirst();
+/**
+ * The transaction of every IAM write of an account: its sub-accounts, their policies, its
+ * credentials, through the API and the admin CLI's root-key rotation alike. On Citus these tables
+ * are reference tables, and a write locks its rows on every node's copy: two writes of one account at once could take those locks in opposite orders, and
+ * eight at once deadlocked about half the time (test/integration/iam-concurrent-writes.test.ts). A
+ * transaction-scoped advisory lock on the account makes its IAM writes take turns — they are few
+ * and short, and another account's never waits for it. A deadlock the lock does not order (with
+ * another account's write) runs the transaction again (db/conflict-retry.ts).
+ */
+export function transactionUnderIamLock<T>(db: Database, accountId: string, work: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
+  return transactionRetryingConflicts(db, async (trx) => {
+    await lockUntilTransactionEnds(trx, ['iam-writes', accountId]);
+    return work(trx);
+  });
 }
 
 /** Deletes the root credentials of an account except `keepSecretId`; answers the deleted ids. */

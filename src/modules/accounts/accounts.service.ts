@@ -1,7 +1,9 @@
 // Accounts are created by an operator command (or by the embedded mode on first start), never over
 // the API. Each account gets its root principal, its default space and one root credential.
 import { AppError } from '../../errors.js';
+import type { Transaction } from 'kysely';
 import type { Database, Executor } from '../../db/connect.js';
+import type { DB } from '../../db/schema.js';
 import { newAccountId, newSpaceId } from '../../lib/ids.js';
 import {
   type CredentialWithPolicy,
@@ -14,8 +16,8 @@ import {
   insertDefaultSpace,
   insertRootPrincipal,
   listAccountsWithCredentialCounts,
-  lockAccountByName,
   touchCredentialLastUsed,
+  transactionUnderIamLock,
   upsertCredential,
 } from './accounts.repository.js';
 import type { CredentialCache } from './credential-cache.js';
@@ -209,6 +211,14 @@ export interface RotatedRootCredential {
 }
 
 /**
+ * Runs `work` as one of the account's IAM writes, which take turns (accounts.repository.ts,
+ * transactionUnderIamLock): the iam module's writes and the root-key rotation below.
+ */
+export function inIamWriteTransaction<T>(db: Database, accountId: string, work: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
+  return transactionUnderIamLock(db, accountId, work);
+}
+
+/**
  * Issues a new root credential for the account named `name` and, unless `keepOld`, deletes its
  * previous root credentials in the same transaction: there is never a moment without a working
  * root credential, and the old ones stop working the moment the new one exists.
@@ -219,9 +229,11 @@ export async function rotateRootCredential(
   options: { keepOld?: boolean; masterKey?: Buffer | undefined } = {},
 ): Promise<RotatedRootCredential> {
   const credential = issueCredential();
-  return db.transaction().execute(async (trx) => {
-    const account = await lockAccountByName(trx, name);
-    if (!account) throw new AccountNotFoundError(`no account named "${name}"`);
+  const account = await findAccountByName(db, name);
+  if (!account) throw new AccountNotFoundError(`no account named "${name}"`);
+  // Under the account's IAM lock: two rotations, or a rotation and an API credential change, take
+  // turns (on Citus they would otherwise deadlock on the credentials table's copies).
+  return inIamWriteTransaction(db, account.account_id, async (trx) => {
     await insertCredential(trx, {
       accountId: account.account_id,
       principalId: ROOT_PRINCIPAL_ID,

@@ -1,8 +1,6 @@
 // Queries on sub-accounts, their policies and credentials. Every query is scoped by account_id.
 import { type Transaction, type Selectable, sql } from 'kysely';
-import { lockUntilTransactionEnds } from '../../db/advisory-lock.js';
-import { transactionRetryingConflicts } from '../../db/conflict-retry.js';
-import type { Database, Executor } from '../../db/connect.js';
+import type { Executor } from '../../db/connect.js';
 import type { DB, PoliciesTable, PolicyStatementRow, PrincipalsTable } from '../../db/schema.js';
 import { NOW_MS } from '../../db/sql-fragments.js';
 import { type ListedCredential, LISTED_CREDENTIAL_COLUMNS, ROOT_PRINCIPAL_ID } from '../accounts/index.js';
@@ -90,22 +88,6 @@ export async function listCredentials(db: Executor, accountId: string, principal
 
 export async function findCredentialOfAccount(db: Executor, accountId: string, secretId: string): Promise<ListedCredential | undefined> {
   return db.selectFrom('credentials').select(LISTED_CREDENTIAL_COLUMNS).where('account_id', '=', accountId).where('secret_id', '=', secretId).executeTakeFirst();
-}
-
-/**
- * The transaction of every IAM write of an account: its sub-accounts, their policies, its
- * credentials. On Citus these tables are reference tables, and a write locks its rows on every
- * node's copy: two writes of one account at once could take those locks in opposite orders, and
- * eight at once deadlocked about half the time (test/integration/iam-concurrent-writes.test.ts). A
- * transaction-scoped advisory lock on the account makes its IAM writes take turns — they are few
- * and short, and another account's never waits for it. A deadlock the lock does not order (with
- * another account's write) runs the transaction again (db/conflict-retry.ts).
- */
-export function inIamWriteTransaction<T>(db: Database, accountId: string, work: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
-  return transactionRetryingConflicts(db, async (trx) => {
-    await lockUntilTransactionEnds(trx, ['iam-writes', accountId]);
-    return work(trx);
-  });
 }
 
 /**

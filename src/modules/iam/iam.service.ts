@@ -7,7 +7,7 @@ import type { DB } from '../../db/schema.js';
 import { AppError } from '../../errors.js';
 import type { PageTokens } from '../../lib/page-token.js';
 import { uuidv7 } from '../../lib/ids.js';
-import { ROOT_PRINCIPAL_ID, storeNewCredential } from '../accounts/index.js';
+import { ROOT_PRINCIPAL_ID, inIamWriteTransaction, storeNewCredential } from '../accounts/index.js';
 import {
   countSubAccounts,
   deleteCredential as deleteCredentialRow,
@@ -16,7 +16,6 @@ import {
   findPolicy,
   findSubAccount,
   hasOtherEnabledRootCredential,
-  inIamWriteTransaction,
   insertSubAccount,
   listCredentials,
   listSubAccounts,
