@@ -318,8 +318,11 @@ describe.runIf(inject('testBackend').kind === 'postgres')('group commit on two i
       }
       expect(await Promise.all(batched.map(snapshot))).toEqual(before);
       // The call that was terminated was the batch's (found by its statement above), and none of its
-      // appends was run again alone.
-      expect((await batchCounts(app)).reruns - counts.reruns).toBe(0);
+      // appends was run again alone. It is counted as the batch it was, with its appends.
+      const after = await batchCounts(app);
+      expect(after.reruns - counts.reruns).toBe(0);
+      expect(after.batches - counts.batches).toBe(1);
+      expect(after.batchedAppends - counts.batchedAppends).toBe(batched.length);
 
       // The client's retry with the same eventIds stores each event once.
       const retried = await Promise.all(batched.map(post));

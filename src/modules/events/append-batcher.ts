@@ -224,6 +224,9 @@ export class AppendBatcher {
     // Session key order: every batch locks its sessions in the same order. The sort is stable, so
     // two appends of one session keep the order in which they arrived.
     batch.sort((a, b) => compareKeys(a.key, b.key));
+    // Counted when sent: a call whose connection is lost carried its appends all the same.
+    this.stats.batches++;
+    this.stats.batchedAppends += batch.length;
     let rows: BatchRow[];
     try {
       rows = await this.callBatch(batch);
@@ -231,8 +234,6 @@ export class AppendBatcher {
       if (!batchRolledBackWhole(error)) return batch.forEach((waiting) => waiting.reject(error));
       rows = [];
     }
-    this.stats.batches++;
-    this.stats.batchedAppends += batch.length;
     const written = new Map(rows.map((row) => [row.ordinal, row]));
     batch.forEach((waiting, index) => {
       const row = written.get(index + 1);
