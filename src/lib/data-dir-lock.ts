@@ -11,9 +11,15 @@
 // - on Linux, the process with that pid started when the holder did (/proc/<pid>/stat) in the same
 //   boot (/proc/sys/kernel/random/boot_id): a pid reused by another process after a crash, or
 //   after a reboot, does not keep the lock.
+// A pid means nothing outside its pid namespace: two containers sharing the folder as a volume both
+// run as pid 1, and each would take the other's lock for its own stale one. So the lock also names
+// the holder's pid namespace (/proc/self/ns/pid), and the holder touches the file every
+// HEARTBEAT_MS. The lock of another namespace is judged by that heartbeat alone: a process watches
+// it for up to STALE_AFTER_MS, and refuses as soon as it moves; a lock that stays still that long
+// is stale (a container restarted after a crash waits that long for the lock of its previous run).
 import { randomBytes } from 'node:crypto';
 import { readFileSync, unlinkSync } from 'node:fs';
-import { link, mkdir, open, readFile, unlink } from 'node:fs/promises';
+import { link, mkdir, open, readFile, readlink, stat, unlink, utimes } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 
 export const DATA_DIR_LOCK_FILE = 'service.lock';
@@ -27,7 +33,17 @@ export interface LockHolder {
   /** Linux: the process's start time in clock ticks since boot, and the boot's id; null elsewhere. */
   processStart: string | null;
   bootId: string | null;
+  /** Linux: the pid namespace the pid belongs to (`pid:[<inode>]`); absent in locks of earlier versions. */
+  pidNamespace?: string | null;
 }
+
+/** How often a holder touches its lock, and how long a lock of another pid namespace may stand still before it is stale. */
+export interface LockTiming {
+  heartbeatMs: number;
+  staleAfterMs: number;
+}
+
+const DEFAULT_TIMING: LockTiming = { heartbeatMs: 2_000, staleAfterMs: 10_000 };
 
 export interface DataDirLock {
   path: string;
@@ -54,18 +70,18 @@ const MAX_ATTEMPTS = 200;
  * naming the holder; `advice` says what to do instead (it ends the one-line message). The lock is
  * released by release(), and in any case when the process exits.
  */
-export async function lockDataDir(dataDir: string, command: string, advice: string): Promise<DataDirLock> {
+export async function lockDataDir(dataDir: string, command: string, advice: string, timing: LockTiming = DEFAULT_TIMING): Promise<DataDirLock> {
   const folder = resolve(dataDir);
   await mkdir(folder, { recursive: true });
   const path = join(folder, DATA_DIR_LOCK_FILE);
   const me: LockHolder = { pid: process.pid, command, startedAt: new Date().toISOString(), ...(await ownIdentity()) };
   const text = `${JSON.stringify(me)}\n`;
   for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-    if (await createExclusively(path, text)) return held(path, text);
+    if (await createExclusively(path, text)) return held(path, text, timing.heartbeatMs);
     const found = await readLock(path);
     if (found === undefined) continue; // removed in between: try again
-    if (found.holder && (await isAlive(found.holder))) throw new DataDirInUseError(folder, found.holder, advice);
-    await removeStaleLock(path, found.text, text);
+    if (found.holder && (await isAlive(found.holder, path, me.pidNamespace ?? null, timing))) throw new DataDirInUseError(folder, found.holder, advice);
+    await removeStaleLock(path, found.text, text, me.pidNamespace ?? null, timing);
   }
   throw new Error(`Could not take the lock ${path}: other processes kept taking it over`);
 }
@@ -118,11 +134,11 @@ async function readLock(path: string): Promise<{ text: string; holder: LockHolde
  * and removing it by name removes exactly the stale one. A takeover lock left by a process that died
  * holding it is removed in turn; anyone else waits a moment and reads the lock again.
  */
-async function removeStaleLock(path: string, staleText: string, myText: string): Promise<void> {
+async function removeStaleLock(path: string, staleText: string, myText: string, myNamespace: string | null, timing: LockTiming): Promise<void> {
   const takeover = `${path}.takeover`;
   if (!(await createExclusively(takeover, myText))) {
     const other = await readLock(takeover);
-    if (other?.holder && !(await isAlive(other.holder))) await unlink(takeover).catch(() => {});
+    if (other?.holder && !(await isAlive(other.holder, takeover, myNamespace, timing))) await unlink(takeover).catch(() => {});
     else await new Promise((resolve) => setTimeout(resolve, 20));
     return;
   }
@@ -133,11 +149,19 @@ async function removeStaleLock(path: string, staleText: string, myText: string):
   }
 }
 
-function held(path: string, text: string): DataDirLock {
+function held(path: string, text: string, heartbeatMs: number): DataDirLock {
   // Removes the lock only while it is still ours (a process that took it over as stale keeps its own).
   const removeIfOurs = () => readLock(path).then((found) => (found?.text === text ? unlink(path) : undefined));
+  // The heartbeat that processes of other pid namespaces go by; touches the lock only while it is ours.
+  const heartbeat = setInterval(() => {
+    void readLock(path)
+      .then((found) => (found?.text === text ? utimes(path, new Date(), new Date()) : undefined))
+      .catch(() => {});
+  }, heartbeatMs);
+  heartbeat.unref();
   let released = false;
   const onExit = () => {
+    clearInterval(heartbeat);
     if (released) return;
     try {
       // 'exit' listeners must be synchronous; process.exit() after a failed start ends up here.
@@ -152,13 +176,15 @@ function held(path: string, text: string): DataDirLock {
     async release() {
       if (released) return;
       released = true;
+      clearInterval(heartbeat);
       process.off('exit', onExit);
       await removeIfOurs().catch(() => {});
     },
   };
 }
 
-async function isAlive(holder: LockHolder): Promise<boolean> {
+async function isAlive(holder: LockHolder, path: string, myNamespace: string | null, timing: LockTiming): Promise<boolean> {
+  if (holder.pidNamespace && myNamespace && holder.pidNamespace !== myNamespace) return heartbeatSeen(path, timing);
   // A lock with our own pid was written by an earlier process that had it (a container's pid 1).
   if (holder.pid === process.pid) return false;
   try {
@@ -173,9 +199,24 @@ async function isAlive(holder: LockHolder): Promise<boolean> {
   return !now.zombie && now.processStart === holder.processStart && now.bootId === holder.bootId;
 }
 
-async function ownIdentity(): Promise<Pick<LockHolder, 'processStart' | 'bootId'>> {
+/** Whether the lock at `path` is touched within `staleAfterMs` (false once it is gone). */
+async function heartbeatSeen(path: string, { heartbeatMs, staleAfterMs }: LockTiming): Promise<boolean> {
+  const modified = () => stat(path).then((found) => found.mtimeMs, () => undefined);
+  const first = await modified();
+  const until = performance.now() + staleAfterMs;
+  while (first !== undefined && performance.now() < until) {
+    await new Promise((resolve) => setTimeout(resolve, Math.min(heartbeatMs / 4, 250)));
+    const now = await modified();
+    if (now === undefined) return false;
+    if (now !== first) return true;
+  }
+  return false;
+}
+
+async function ownIdentity(): Promise<Pick<LockHolder, 'processStart' | 'bootId' | 'pidNamespace'>> {
   const { processStart, bootId } = await identityOf(process.pid);
-  return { processStart, bootId };
+  const pidNamespace = await readlink('/proc/self/ns/pid').catch(() => null);
+  return { processStart, bootId, pidNamespace };
 }
 
 type Identity = Pick<LockHolder, 'processStart' | 'bootId'> & { zombie: boolean };

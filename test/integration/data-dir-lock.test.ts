@@ -1,7 +1,8 @@
 // The data folder's lock on a real file system: one holder, refusals that name it, stale locks
-// (a dead pid, a reused pid, a torn file) taken over, and a race that exactly one process wins.
-import { spawn } from 'node:child_process';
-import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+// (a dead pid, a reused pid, a torn file) taken over, a race that exactly one process wins, and two
+// pid namespaces (two containers sharing the folder), where pids say nothing and the heartbeat decides.
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -113,4 +114,67 @@ describe('lockDataDir', () => {
     // The winner removed its lock when it exited; no moved-aside stale files are left behind.
     expect(await readdir(dataDir)).toEqual([]);
   }, 30_000);
+
+  it('touches its lock every heartbeat while it holds it', async () => {
+    const lock = await lockDataDir(dataDir, 'server', ADVICE, { heartbeatMs: 50, staleAfterMs: 1_000 });
+    const first = (await stat(lock.path)).mtimeMs;
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect((await stat(lock.path)).mtimeMs).toBeGreaterThan(first);
+    await lock.release();
+  });
+
+  it("refuses the lock of another pid namespace while it is touched, even with this process's own pid; takes it over once it stands still", async () => {
+    const timing = { heartbeatMs: 100, staleAfterMs: 1_000 };
+    // A holder in another namespace whose pid is ours, as two containers' pid 1 are.
+    const otherNamespaceLock = JSON.stringify({ pid: process.pid, command: 'server', startedAt: '', processStart: null, bootId: null, pidNamespace: 'pid:[1]' });
+    await writeFile(lockPath(), otherNamespaceLock);
+    const touching = setInterval(() => void writeFile(lockPath(), otherNamespaceLock), 50);
+    try {
+      const refusal = await lockDataDir(dataDir, 'server', ADVICE, timing).catch((error: unknown) => error);
+      expect(refusal).toBeInstanceOf(DataDirInUseError);
+    } finally {
+      clearInterval(touching);
+    }
+    const started = performance.now();
+    const lock = await lockDataDir(dataDir, 'server', ADVICE, timing);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(timing.staleAfterMs - 50);
+    expect((await readHolder()).pid).toBe(process.pid);
+    await lock.release();
+  });
+
+  const unshareWorks = process.platform === 'linux' && spawnSync('unshare', ['--pid', '--fork', '--mount-proc', 'true']).status === 0;
+
+  it.runIf(unshareWorks)('two processes in pid namespaces of their own, both pid 1 (two containers on one volume): the second is refused while the first runs, and takes over after it is killed', async () => {
+    const moduleUrl = new URL('../../src/lib/data-dir-lock.ts', import.meta.url).href;
+    // Takes the lock, prints its pid and "won" or "refused", then holds it until killed.
+    const script = `
+      const { lockDataDir } = await import(${JSON.stringify(moduleUrl)});
+      try { await lockDataDir(${JSON.stringify(dataDir)}, 'server', 'x', { heartbeatMs: 100, staleAfterMs: 1500 }); console.log(process.pid, 'won'); }
+      catch (error) { console.log(process.pid, error.name === 'DataDirInUseError' ? 'refused' : 'error ' + error.message); process.exit(0); }
+      setInterval(() => {}, 1000);`;
+    const inNamespace = () => {
+      // --kill-child: the namespace's pid 1 dies with unshare.
+      const child = spawn('unshare', ['--pid', '--fork', '--mount-proc', '--kill-child', process.execPath, '--import', 'tsx', '--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+      let out = '';
+      child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+      const answered = new Promise<string>((resolve) => {
+        const check = () => (out.includes('\n') ? resolve(out.trim()) : setTimeout(check, 20));
+        check();
+      });
+      return { child, answered, closed: new Promise((resolve) => child.once('close', resolve)) };
+    };
+    const first = inNamespace();
+    expect(await first.answered).toBe('1 won');
+    const second = inNamespace();
+    expect(await second.answered).toBe('1 refused');
+    await second.closed;
+    first.child.kill('SIGKILL');
+    await first.closed;
+    // The first left its lock behind (killed); the next one waits for it to stand still, then takes it.
+    expect((await readHolder()).pid).toBe(1);
+    const third = inNamespace();
+    expect(await third.answered).toBe('1 won');
+    third.child.kill('SIGKILL');
+    await third.closed;
+  }, 60_000);
 });
