@@ -13,10 +13,10 @@
 //   after a reboot, does not keep the lock.
 // A pid means nothing outside its pid namespace: two containers sharing the folder as a volume both
 // run as pid 1, and each would take the other's lock for its own stale one. So the lock also names
-// the holder's pid namespace (/proc/self/ns/pid), and the holder touches the file every
-// HEARTBEAT_MS. The lock of another namespace is judged by that heartbeat alone: a process watches
-// it for up to STALE_AFTER_MS, and refuses as soon as it moves; a lock that stays still that long
-// is stale (a container restarted after a crash waits that long for the lock of its previous run).
+// the holder's pid namespace (/proc/self/ns/pid), and the holder touches the file every heartbeat
+// (2 s). The lock of another namespace is judged by that heartbeat alone: a process watches it for
+// up to 10 s, and refuses as soon as it moves; a lock that stays still that long is stale (a
+// container restarted after a crash waits that long for the lock of its previous run).
 import { randomBytes } from 'node:crypto';
 import { readFileSync, unlinkSync } from 'node:fs';
 import { link, mkdir, open, readFile, readlink, stat, unlink, utimes } from 'node:fs/promises';
@@ -62,6 +62,9 @@ export class DataDirInUseError extends Error {
   }
 }
 
+/** Whether `holder`, named in the lock file at `path`, still holds it (isAlive, as this process judges it). */
+type HoldsLock = (holder: LockHolder, path: string) => Promise<boolean>;
+
 // Enough for a few processes racing over a stale lock; each turn of the loop is one of them winning.
 const MAX_ATTEMPTS = 200;
 
@@ -76,12 +79,13 @@ export async function lockDataDir(dataDir: string, command: string, advice: stri
   const path = join(folder, DATA_DIR_LOCK_FILE);
   const me: LockHolder = { pid: process.pid, command, startedAt: new Date().toISOString(), ...(await ownIdentity()) };
   const text = `${JSON.stringify(me)}\n`;
+  const holds: HoldsLock = (holder, lockPath) => isAlive(holder, lockPath, me.pidNamespace ?? null, timing);
   for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
     if (await createExclusively(path, text)) return held(path, text, timing.heartbeatMs);
     const found = await readLock(path);
     if (found === undefined) continue; // removed in between: try again
-    if (found.holder && (await isAlive(found.holder, path, me.pidNamespace ?? null, timing))) throw new DataDirInUseError(folder, found.holder, advice);
-    await removeStaleLock(path, found.text, text, me.pidNamespace ?? null, timing);
+    if (found.holder && (await holds(found.holder, path))) throw new DataDirInUseError(folder, found.holder, advice);
+    await removeStaleLock(path, found.text, text, holds);
   }
   throw new Error(`Could not take the lock ${path}: other processes kept taking it over`);
 }
@@ -134,11 +138,11 @@ async function readLock(path: string): Promise<{ text: string; holder: LockHolde
  * and removing it by name removes exactly the stale one. A takeover lock left by a process that died
  * holding it is removed in turn; anyone else waits a moment and reads the lock again.
  */
-async function removeStaleLock(path: string, staleText: string, myText: string, myNamespace: string | null, timing: LockTiming): Promise<void> {
+async function removeStaleLock(path: string, staleText: string, myText: string, holds: HoldsLock): Promise<void> {
   const takeover = `${path}.takeover`;
   if (!(await createExclusively(takeover, myText))) {
     const other = await readLock(takeover);
-    if (other?.holder && !(await isAlive(other.holder, takeover, myNamespace, timing))) await unlink(takeover).catch(() => {});
+    if (other?.holder && !(await holds(other.holder, takeover))) await unlink(takeover).catch(() => {});
     else await new Promise((resolve) => setTimeout(resolve, 20));
     return;
   }

@@ -36,6 +36,22 @@ async function deadPid(): Promise<number> {
   return child.pid!;
 }
 
+/**
+ * Runs `script` (TypeScript, as an ES module) in a child process, `prefix` in front of node (e.g.
+ * unshare); `answered` is the first line it prints, `closed` resolves when it exits.
+ */
+function startScript(script: string, { prefix = [] as string[], stdin = 'ignore' as 'ignore' | 'pipe' } = {}) {
+  const [command, ...args] = [...prefix, process.execPath, '--import', 'tsx', '--input-type=module', '-e', script];
+  const child = spawn(command!, args, { stdio: [stdin, 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString()));
+  const answered = new Promise<string>((resolve) => {
+    const check = () => (out.includes('\n') ? resolve(out.trim()) : setTimeout(check, 20));
+    check();
+  });
+  return { child, answered, closed: new Promise((resolve) => child.once('close', resolve)) };
+}
+
 describe('lockDataDir', () => {
   it('creates the folder and records this process; release removes the lock', async () => {
     const folder = join(dataDir, 'new', 'data');
@@ -96,21 +112,12 @@ describe('lockDataDir', () => {
       try { await lockDataDir(${JSON.stringify(dataDir)}, 'server', 'x'); console.log('won'); }
       catch (error) { console.log(error.name === 'DataDirInUseError' ? 'refused' : 'error ' + error.message); }
       process.stdin.resume(); process.stdin.on('end', () => process.exit(0));`;
-    const racers = Array.from({ length: 4 }, () => {
-      const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { stdio: ['pipe', 'pipe', 'inherit'] });
-      let out = '';
-      child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
-      const answered = new Promise<string>((resolve) => {
-        const check = () => (out.includes('\n') ? resolve(out.trim()) : setTimeout(check, 20));
-        check();
-      });
-      return { child, answered };
-    });
+    const racers = Array.from({ length: 4 }, () => startScript(script, { stdin: 'pipe' }));
     const answers = await Promise.all(racers.map((racer) => racer.answered));
     expect([...answers].sort()).toEqual(['refused', 'refused', 'refused', 'won']);
     expect((await readHolder()).pid).toBe(racers[answers.indexOf('won')]!.child.pid);
-    for (const racer of racers) racer.child.stdin.end();
-    await Promise.all(racers.map((racer) => new Promise((resolve) => racer.child.once('close', resolve))));
+    for (const racer of racers) racer.child.stdin!.end();
+    await Promise.all(racers.map((racer) => racer.closed));
     // The winner removed its lock when it exited; no moved-aside stale files are left behind.
     expect(await readdir(dataDir)).toEqual([]);
   }, 30_000);
@@ -152,17 +159,8 @@ describe('lockDataDir', () => {
       try { await lockDataDir(${JSON.stringify(dataDir)}, 'server', 'x', { heartbeatMs: 100, staleAfterMs: 1500 }); console.log(process.pid, 'won'); }
       catch (error) { console.log(process.pid, error.name === 'DataDirInUseError' ? 'refused' : 'error ' + error.message); process.exit(0); }
       setInterval(() => {}, 1000);`;
-    const inNamespace = () => {
-      // --kill-child: the namespace's pid 1 dies with unshare.
-      const child = spawn('unshare', ['--pid', '--fork', '--mount-proc', '--kill-child', process.execPath, '--import', 'tsx', '--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
-      let out = '';
-      child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
-      const answered = new Promise<string>((resolve) => {
-        const check = () => (out.includes('\n') ? resolve(out.trim()) : setTimeout(check, 20));
-        check();
-      });
-      return { child, answered, closed: new Promise((resolve) => child.once('close', resolve)) };
-    };
+    // --kill-child: the namespace's pid 1 dies with unshare.
+    const inNamespace = () => startScript(script, { prefix: ['unshare', '--pid', '--fork', '--mount-proc', '--kill-child'] });
     const first = inNamespace();
     expect(await first.answered).toBe('1 won');
     const second = inNamespace();

@@ -123,11 +123,12 @@ export async function listAccountsWithCredentialCounts(db: Database) {
 /**
  * The transaction of every IAM write of an account: its sub-accounts, their policies, its
  * credentials, through the API and the admin CLI's root-key rotation alike. On Citus these tables
- * are reference tables, and a write locks its rows on every node's copy: two writes of one account at once could take those locks in opposite orders, and
- * eight at once deadlocked about half the time (test/integration/iam-concurrent-writes.test.ts). A
- * transaction-scoped advisory lock on the account makes its IAM writes take turns — they are few
- * and short, and another account's never waits for it. A deadlock the lock does not order (with
- * another account's write) runs the transaction again (db/conflict-retry.ts).
+ * are reference tables, and a write locks its rows on every node's copy: two writes of one account
+ * at once could take those locks in opposite orders, and eight at once deadlocked about half the
+ * time (test/integration/iam-concurrent-writes.test.ts). A transaction-scoped advisory lock on the
+ * account makes its IAM writes take turns — they are few and short, and another account's never
+ * waits for it. A deadlock the lock does not order (with another account's write) runs the
+ * transaction again (db/conflict-retry.ts).
  */
 export function transactionUnderIamLock<T>(db: Database, accountId: string, work: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
   return transactionRetryingConflicts(db, async (trx) => {

@@ -5,7 +5,6 @@ export type { CredentialCache } from './credential-cache.js';
 export { LISTED_CREDENTIAL_COLUMNS, type ListedCredential, ROOT_PRINCIPAL_ID } from './credential.model.js';
 export { isSecretId } from './credentials.js';
 export { decryptSecret } from './secret-box.js';
-
 // For the wiring (src/app.ts, src/server.ts, the admin CLI).
 export {
   AccountExistsError,
