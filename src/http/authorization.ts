@@ -49,15 +49,24 @@ function checkRoute(route: RouteOptions): void {
  */
 export function registerAuthorization(scope: FastifyInstance, assertSpaceExists: AssertSpaceExists): void {
   scope.addHook('onRoute', checkRoute);
-  scope.addHook('preHandler', async (request) => {
-    if (request.is404) return;
-    const action = request.routeOptions.config.action;
-    const routeScope = resourceScopeOf(action, request.routeOptions.url ?? '');
+  // A callback hook: a request its policy allows outright (the root's, most of them) costs no
+  // promise and no turn of the microtask queue (request-logging.ts).
+  scope.addHook('preHandler', (request, _reply, done) => {
+    if (request.is404) return done();
+    const { config, url } = request.routeOptions;
+    const routeScope = resourceScopeOf(config.action, url ?? '');
     // Unreachable after the onRoute check; kept so that a bypass fails closed.
-    if (routeScope instanceof Error || !action) throw new AppError('InternalError', 'The route declares no authorizable action.');
+    if (routeScope instanceof Error || !config.action) return done(new AppError('InternalError', 'The route declares no authorizable action.'));
     const params = (request.params ?? {}) as { spaceId?: string };
-    await authorize(assertSpaceExists, request.principal, action, routeScope, params.spaceId);
+    if (allowedOutright(request.principal, config.action, routeScope, params.spaceId)) return done();
+    authorize(assertSpaceExists, request.principal, config.action, routeScope, params.spaceId).then(() => done(), done);
   });
+}
+
+/** Whether the policy alone allows it: the root, a filtered list, or a statement that allows the action on the resource. */
+function allowedOutright(principal: Principal, action: Action, scope: ResourceScope, spaceId: string | undefined): boolean {
+  if (principal.kind === 'root' || scope === 'filtered-list') return true;
+  return isAllowed(principal.statements, action, resourceFor(scope, spaceId));
 }
 
 /** Throws 403 UnauthorizedOperation (or 404 for a space the account does not have) unless allowed. */
@@ -68,13 +77,11 @@ export async function authorize(
   scope: ResourceScope,
   spaceId: string | undefined,
 ): Promise<void> {
-  if (principal.kind === 'root' || scope === 'filtered-list') return;
-  const resource = resourceFor(scope, spaceId);
-  if (isAllowed(principal.statements, action, resource)) return;
+  if (scope === 'filtered-list' || allowedOutright(principal, action, scope, spaceId)) return;
   // A space the account does not have answers the same 404 as for the root: a 403 would tell
   // that the id exists somewhere.
   if (scope === 'space' && spaceId) await assertSpaceExists(principal.accountId, spaceId);
-  throw new AppError('UnauthorizedOperation', `The policy does not allow ${action} on ${resource}.`);
+  throw new AppError('UnauthorizedOperation', `The policy does not allow ${action} on ${resourceFor(scope, spaceId)}.`);
 }
 
 function resourceFor(scope: Exclude<ResourceScope, 'filtered-list'>, spaceId: string | undefined): Resource {

@@ -7,9 +7,11 @@ import { jsonDepth } from '../lib/json-measure.js';
 export const MAX_BODY_NESTING = 256;
 
 export function registerBodyNestingLimit(app: FastifyInstance): void {
-  app.addHook('preValidation', async (request) => {
+  // A callback hook, not an async one: no promise per request (request-logging.ts).
+  app.addHook('preValidation', (request, _reply, done) => {
     if (request.body !== undefined && jsonDepth(request.body) > MAX_BODY_NESTING) {
-      throw invalidParameter('body', `is nested deeper than ${MAX_BODY_NESTING} levels`);
+      return done(invalidParameter('body', `is nested deeper than ${MAX_BODY_NESTING} levels`));
     }
+    done();
   });
 }

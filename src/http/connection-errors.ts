@@ -59,11 +59,13 @@ export function registerShutdownRefusal(app: FastifyInstance): void {
   app.addHook('preClose', async () => {
     closing = true;
   });
-  app.addHook('onRequest', async () => {
-    if (closing) {
-      throw new AppError('ResourceUnavailable.ShuttingDown', 'This instance is shutting down; retry the request (another instance will answer it).', {
+  // A callback hook, not an async one: no promise per request (request-logging.ts).
+  app.addHook('onRequest', (_request, _reply, done) => {
+    if (!closing) return done();
+    done(
+      new AppError('ResourceUnavailable.ShuttingDown', 'This instance is shutting down; retry the request (another instance will answer it).', {
         headers: { 'retry-after': SHUTDOWN_RETRY_AFTER_SECONDS, connection: 'close' },
-      });
-    }
+      }),
+    );
   });
 }

@@ -21,12 +21,15 @@ export function registerMetrics(app: FastifyInstance, options: Parameters<typeof
 
   // Scrapes are left out: each would change the counts it reports, and Prometheus records its own
   // scrape durations (scrape_duration_seconds).
-  app.addHook('onResponse', async (request, reply) => {
+  // A callback hook, not an async one: no promise per request (request-logging.ts).
+  app.addHook('onResponse', (request, reply, done) => {
     const route = request.routeOptions.url ?? UNMATCHED;
-    if (route === METRICS_PATH) return;
-    const labels = { method: request.method, route, status: String(reply.statusCode) };
-    requests.inc(labels);
-    duration.observe(labels, reply.elapsedTime / 1000);
+    if (route !== METRICS_PATH) {
+      const labels = { method: request.method, route, status: String(reply.statusCode) };
+      requests.inc(labels);
+      duration.observe(labels, reply.elapsedTime / 1000);
+    }
+    done();
   });
   return metrics;
 }

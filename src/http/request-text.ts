@@ -182,13 +182,14 @@ export function registerRequestTextRules(app: FastifyInstance): void {
     });
   });
 
-  // Only the parts a route declares: a query string or body it ignores is not its input.
-  app.addHook('preValidation', async (request) => {
+  // Only the parts a route declares: a query string or body it ignores is not its input. A callback
+  // hook, not an async one: no promise per request (request-logging.ts).
+  app.addHook('preValidation', (request, _reply, done) => {
     const schema = request.routeOptions.schema;
     const problem =
       findUnstorableText(request.params, 'path') ??
       (schema?.querystring ? findUnstorableText(request.query, 'query') : undefined) ??
       (schema?.body && request.body !== undefined ? findUnstorableText(request.body, 'body') : undefined);
-    if (problem) throw problem;
+    done(problem);
   });
 }

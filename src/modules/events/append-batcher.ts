@@ -48,7 +48,7 @@ import { runForNoAccount } from '../../lib/account-scope.js';
 import type { AccountSlots } from '../../lib/account-slots.js';
 import type { AppendBatchCounts } from '../../lib/metrics-registry.js';
 import type { EventDocument } from './append-plan.js';
-import { type AppendedSession, type BatchRow, type BatchScope, appendBatchInDatabase, appendInDatabase, batchRolledBackWhole, isCitusDatabase } from './append.repository.js';
+import { type AppendedSession, type BatchRow, type BatchScope, type BatchedAppend, appendBatchInDatabase, appendInDatabase, batchRolledBackWhole, isCitusDatabase } from './append.repository.js';
 
 export interface AppendBatcherOptions {
   /** Appends per database call; 1 sends each alone. At most 32 (see the migration). */
@@ -237,14 +237,18 @@ export class AppendBatcher {
     const written = new Map(rows.map((row) => [row.ordinal, row]));
     batch.forEach((waiting, index) => {
       const row = written.get(index + 1);
-      if (row) return waiting.resolve(sessionOf(row));
+      // The row is the append's answer as it is (its ordinal, one column more, is left unread).
+      if (row) return waiting.resolve(row);
       this.stats.rerunAlone++;
       this.queueAlone(waiting);
     });
   }
 
   private callBatch(batch: Waiting[]): Promise<BatchRow[]> {
-    const appends = batch.map(({ key, events, ifMatch }) => ({ ...key, events, ...(ifMatch ? { ifMatch } : {}) }));
+    const appends = batch.map(({ key, events, ifMatch }): BatchedAppend => {
+      const { accountId, spaceId, userId, sessionId } = key;
+      return ifMatch ? { accountId, spaceId, userId, sessionId, events, ifMatch } : { accountId, spaceId, userId, sessionId, events };
+    });
     const { stateLimit, lockWaitMs } = this.options;
     return appendBatchInDatabase(this.db, { scope: this.batchScope ?? 'any-accounts', accountId: batch[0]!.key.accountId }, appends, stateLimit, lockWaitMs);
   }
@@ -299,10 +303,6 @@ function compareKeys(a: SessionKey, b: SessionKey): number {
 }
 
 const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
-
-function sessionOf({ ordinal: _ordinal, ...session }: BatchRow): AppendedSession {
-  return session;
-}
 
 async function settle(waiting: Waiting, outcome: Promise<AppendedSession | undefined>): Promise<void> {
   try {

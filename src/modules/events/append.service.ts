@@ -16,7 +16,7 @@ import type { Database } from '../../db/connect.js';
 import type { EventRow } from '../../db/schema.js';
 import { AppError } from '../../errors.js';
 import type { IfMatch } from '../../lib/preconditions.js';
-import { type SessionView, toSessionView, sessionNotFound } from '../sessions/index.js';
+import { type SessionViewWith, sessionNotFound, sessionViewWith } from '../sessions/index.js';
 import { type StoredScope, lockSharedStates, mergedStateText, mergedStateView } from '../state/index.js';
 import { type EventDocument, type PreparedEvent, eventDocument, planReplays, prepareAppend, writtenEventRow } from './append-plan.js';
 import type { AppendBatcher } from './append-batcher.js';
@@ -36,15 +36,14 @@ export interface AppendEventsResult {
   /** The serialized size of the stateDeltas this request stored, as their limit measured them. */
   deltaBytes: number;
   events: EventView[];
-  session: AppendedSessionView;
+  /** The session after the append, but for its merged state: that is `stateJson`. */
+  session: SessionViewWith<undefined>;
+  /**
+   * The merged state view as JSON text: a state of up to a megabyte goes from PostgreSQL to the
+   * answer without being parsed and written out again (events.routes.ts splices it in).
+   */
+  stateJson: string;
 }
-
-/**
- * The session after the append, its merged state as JSON text (`stateJson`): a state of up to a
- * megabyte goes from PostgreSQL to the answer without being parsed and written out again
- * (events.routes.ts splices it in).
- */
-export type AppendedSessionView = Omit<SessionView, 'state'> & { stateJson: string };
 
 /**
  * The append path of one instance: its database, its limits and its group commit (none where a
@@ -135,7 +134,7 @@ async function appendUnderLock(
       const shared = await lockSharedStates(trx, key, new Set());
       const answers = plan.answers.map((answer) => toEventView((answer as { stored: EventRow }).stored));
       const stateJson = JSON.stringify(mergedStateView({ session: locked.state, user: shared.user, app: shared.app }));
-      return { replayOnly: true, writtenCount: 0, stateBytes: {}, deltaBytes: 0, events: answers, session: appendedSessionView(locked, stateJson) };
+      return { replayOnly: true, writtenCount: 0, stateBytes: {}, deltaBytes: 0, events: answers, session: sessionViewWith(locked, undefined), stateJson };
     }
     const documents = plan.fresh.map(eventDocument);
     const session = await appendInDatabase(trx, key, documents, revisionsOf(ifMatch), limits.stateBytes);
@@ -165,17 +164,11 @@ function appended(key: SessionKey, session: AppendedSession, fresh: PreparedEven
   if (session.session_bytes !== null) stateBytes.session = session.session_bytes;
   if (session.user_bytes !== null) stateBytes.user = session.user_bytes;
   if (session.app_bytes !== null) stateBytes.app = session.app_bytes;
-  const { state, user_state: userState, app_state: appState, ...columns } = session;
-  const row = { account_id: key.accountId, space_id: key.spaceId, user_id: key.userId, session_id: key.sessionId, ...columns };
   const deltaBytes = fresh.reduce((sum, event) => sum + event.deltaBytes, 0);
-  const view = appendedSessionView(row, mergedStateText(state, userState, appState));
-  return { replayOnly: false, writtenCount: fresh.length, stateBytes, deltaBytes, events, session: view };
-}
-
-/** The session view of `row` with its merged state given as JSON text instead of an object. */
-function appendedSessionView(row: Omit<Parameters<typeof toSessionView>[0], 'state'>, stateJson: string): AppendedSessionView {
-  const { state: _state, ...fields } = toSessionView({ ...row, state: {} }, { user: {}, app: {} });
-  return { ...fields, stateJson };
+  // The row's states are JSON text; the view's state is given apart, as stateJson.
+  const view = sessionViewWith({ ...session, space_id: key.spaceId, user_id: key.userId, session_id: key.sessionId }, undefined);
+  const stateJson = mergedStateText(session.state, session.user_state, session.app_state);
+  return { replayOnly: false, writtenCount: fresh.length, stateBytes, deltaBytes, events, session: view, stateJson };
 }
 
 const isRefusal = (error: unknown) =>

@@ -66,20 +66,22 @@ export type EventView = z.infer<typeof Event>;
 /** The columns an event view is made of (rows read with fewer columns qualify). */
 export type EventViewRow = Omit<EventRow, 'account_id' | 'space_id' | 'user_id' | 'session_id' | 'payload_hash'>;
 
-/** Absent optional fields are left out rather than sent as null. */
+/**
+ * Absent optional fields are left out rather than sent as null. Written field by field, in the
+ * schema's order, rather than with conditional spreads: every list, read and append answer builds
+ * one per event, and each spread made an object of its own (bench/README.md, issue 24).
+ */
 export function toEventView(row: EventViewRow): EventView {
-  return {
-    seq: row.seq,
-    eventId: row.event_id,
-    ...(row.invocation_id !== null ? { invocationId: row.invocation_id } : {}),
-    author: row.author,
-    ...(row.content !== null ? { content: row.content as z.infer<typeof EventContent> } : {}),
-    ...(row.actions !== null ? { actions: row.actions as z.infer<typeof EventActions> } : {}),
-    ...(row.metadata !== null ? { metadata: row.metadata as JsonObjectValue } : {}),
-    ...(row.extensions !== null ? { extensions: row.extensions as JsonObjectValue } : {}),
-    ...(row.error_code !== null ? { errorCode: row.error_code } : {}),
-    ...(row.error_message !== null ? { errorMessage: row.error_message } : {}),
-    timestamp: row.event_time.toISOString(),
-    createTime: row.create_time.toISOString(),
-  };
+  const view: EventView = { seq: row.seq, eventId: row.event_id } as EventView;
+  if (row.invocation_id !== null) view.invocationId = row.invocation_id;
+  view.author = row.author;
+  if (row.content !== null) view.content = row.content as z.infer<typeof EventContent>;
+  if (row.actions !== null) view.actions = row.actions as z.infer<typeof EventActions>;
+  if (row.metadata !== null) view.metadata = row.metadata as JsonObjectValue;
+  if (row.extensions !== null) view.extensions = row.extensions as JsonObjectValue;
+  if (row.error_code !== null) view.errorCode = row.error_code;
+  if (row.error_message !== null) view.errorMessage = row.error_message;
+  view.timestamp = row.event_time.toISOString();
+  view.createTime = row.create_time.toISOString();
+  return view;
 }

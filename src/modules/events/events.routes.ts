@@ -68,11 +68,10 @@ export async function eventsRoutes(app: ZodApp, { db, limits, metrics, pageToken
       reply.header('etag', etagOf(result.session.revision));
       // The merged state is JSON text from the database, spliced into the answer as it is (when the
       // caller may see the session's contents at all).
-      const { stateJson, ...fields } = result.session;
-      const shown = maySeeSessionContents(request.principal, key.spaceId);
-      const session = writtenSessionAnswer({ ...fields, state: {} }, shown);
-      const body = { events: result.events, session: shown ? { ...session, state: RAW_JSON_SLOT } : session };
-      return sendJsonText(reply.status(result.replayOnly ? 200 : 201), jsonWithRawValue(body, stateJson));
+      const session = maySeeSessionContents(request.principal, key.spaceId)
+        ? { ...result.session, state: RAW_JSON_SLOT }
+        : writtenSessionAnswer({ ...result.session, state: {} }, false);
+      return sendJsonText(reply.status(result.replayOnly ? 200 : 201), jsonWithRawValue({ events: result.events, session }, result.stateJson));
     },
   );
 

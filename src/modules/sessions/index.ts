@@ -3,7 +3,16 @@
 export { metadataIssues } from './metadata-rules.js';
 export { maySeeSessionContents, writtenSessionAnswer } from './session-disclosure.js';
 export { sessionNotFound } from './session-not-found.js';
-export { Session, type SessionJsonRow, type SessionView, WrittenSession, type WrittenSessionView, toSessionView } from './session.model.js';
+export {
+  Session,
+  type SessionJsonRow,
+  type SessionView,
+  type SessionViewWith,
+  WrittenSession,
+  type WrittenSessionView,
+  sessionViewWith,
+  toSessionView,
+} from './session.model.js';
 export {
   type LockedSession,
   deleteSessionRow,

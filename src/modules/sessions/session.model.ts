@@ -42,15 +42,21 @@ export const WrittenSession = Session.partial({ title: true, metadata: true, sta
 
 export type WrittenSessionView = z.infer<typeof WrittenSession>;
 
-/** Callers outside the sessions module read a session through `readSessionView` (sessions.service). */
-export function toSessionView(row: Omit<SessionRow, 'initial_state'>, shared: SharedStates): SessionView {
+/** A session view whose `state` is whatever is given in its place. */
+export type SessionViewWith<State> = Omit<SessionView, 'state'> & { state: State };
+
+/**
+ * The view of `row` with `state` as given, the fields in the schema's order. The append's answer
+ * gives its merged state as JSON text instead of an object (modules/events/append.service.ts).
+ */
+export function sessionViewWith<State>(row: Omit<SessionRow, 'account_id' | 'initial_state' | 'state'>, state: State): SessionViewWith<State> {
   return {
     spaceId: row.space_id,
     userId: row.user_id,
     sessionId: row.session_id,
     title: row.title,
     metadata: row.metadata,
-    state: mergedStateView({ session: row.state, user: shared.user, app: shared.app }),
+    state,
     memo: row.memo,
     windowStartSeq: row.window_start_seq,
     eventCount: row.event_count,
@@ -59,6 +65,11 @@ export function toSessionView(row: Omit<SessionRow, 'initial_state'>, shared: Sh
     updateTime: row.update_time.toISOString(),
     expireTime: row.expire_time ? row.expire_time.toISOString() : null,
   };
+}
+
+/** Callers outside the sessions module read a session through `readSessionView` (sessions.service). */
+export function toSessionView(row: Omit<SessionRow, 'initial_state'>, shared: SharedStates): SessionView {
+  return sessionViewWith(row, mergedStateView({ session: row.state, user: shared.user, app: shared.app }));
 }
 
 /** The live session as PostgreSQL wrote it (src/db/session-json-sql.ts): its JSON, the memo's, and what the routes need besides. */
