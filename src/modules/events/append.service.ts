@@ -134,7 +134,7 @@ async function appendUnderLock(
       const shared = await lockSharedStates(trx, key, new Set());
       const answers = plan.answers.map((answer) => toEventView((answer as { stored: EventRow }).stored));
       const stateJson = JSON.stringify(mergedStateView({ session: locked.state, user: shared.user, app: shared.app }));
-      return { replayOnly: true, writtenCount: 0, stateBytes: {}, deltaBytes: 0, events: answers, session: sessionViewWith(locked, undefined), stateJson };
+      return { replayOnly: true, writtenCount: 0, stateBytes: {}, deltaBytes: 0, events: answers, session: sessionViewWith(key, locked, undefined), stateJson };
     }
     const documents = plan.fresh.map(eventDocument);
     const session = await appendInDatabase(trx, key, documents, revisionsOf(ifMatch), limits.stateBytes);
@@ -166,7 +166,7 @@ function appended(key: SessionKey, session: AppendedSession, fresh: PreparedEven
   if (session.app_bytes !== null) stateBytes.app = session.app_bytes;
   const deltaBytes = fresh.reduce((sum, event) => sum + event.deltaBytes, 0);
   // The row's states are JSON text; the view's state is given apart, as stateJson.
-  const view = sessionViewWith({ ...session, space_id: key.spaceId, user_id: key.userId, session_id: key.sessionId }, undefined);
+  const view = sessionViewWith(key, session, undefined);
   const stateJson = mergedStateText(session.state, session.user_state, session.app_state);
   return { replayOnly: false, writtenCount: fresh.length, stateBytes, deltaBytes, events, session: view, stateJson };
 }

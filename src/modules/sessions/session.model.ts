@@ -42,18 +42,33 @@ export const WrittenSession = Session.partial({ title: true, metadata: true, sta
 
 export type WrittenSessionView = z.infer<typeof WrittenSession>;
 
+/** Which session a view shows, by the API's names. */
+export interface SessionIds {
+  spaceId: string;
+  userId: string;
+  sessionId: string;
+}
+
 /** A session view whose `state` is whatever is given in its place. */
 export type SessionViewWith<State> = Omit<SessionView, 'state'> & { state: State };
 
+/** The columns of a session row that its view shows, but for the ids and the state. */
+export type SessionViewColumns = Pick<
+  SessionRow,
+  'title' | 'metadata' | 'memo' | 'window_start_seq' | 'event_count' | 'revision' | 'create_time' | 'update_time' | 'expire_time'
+>;
+
 /**
- * The view of `row` with `state` as given, the fields in the schema's order. The append's answer
- * gives its merged state as JSON text instead of an object (modules/events/append.service.ts).
+ * The view of the session `ids` whose row is `row`, with `state` as given, the fields in the
+ * schema's order. The append's answer gives its merged state as JSON text instead of an object
+ * (modules/events/append.service.ts). The ids come apart from the row so that the append, whose
+ * row has none, need not copy its row to add them (a copy cost 5 µs of the answer's 12).
  */
-export function sessionViewWith<State>(row: Omit<SessionRow, 'account_id' | 'initial_state' | 'state'>, state: State): SessionViewWith<State> {
+export function sessionViewWith<State>(ids: SessionIds, row: SessionViewColumns, state: State): SessionViewWith<State> {
   return {
-    spaceId: row.space_id,
-    userId: row.user_id,
-    sessionId: row.session_id,
+    spaceId: ids.spaceId,
+    userId: ids.userId,
+    sessionId: ids.sessionId,
     title: row.title,
     metadata: row.metadata,
     state,
@@ -69,7 +84,8 @@ export function sessionViewWith<State>(row: Omit<SessionRow, 'account_id' | 'ini
 
 /** Callers outside the sessions module read a session through `readSessionView` (sessions.service). */
 export function toSessionView(row: Omit<SessionRow, 'initial_state'>, shared: SharedStates): SessionView {
-  return sessionViewWith(row, mergedStateView({ session: row.state, user: shared.user, app: shared.app }));
+  const ids = { spaceId: row.space_id, userId: row.user_id, sessionId: row.session_id };
+  return sessionViewWith(ids, row, mergedStateView({ session: row.state, user: shared.user, app: shared.app }));
 }
 
 /** The live session as PostgreSQL wrote it (src/db/session-json-sql.ts): its JSON, the memo's, and what the routes need besides. */
