@@ -77,6 +77,7 @@ export async function authorize(
   scope: ResourceScope,
   spaceId: string | undefined,
 ): Promise<void> {
+  // allowedOutright allows a filtered list too; it is named here so that `scope` below is a resource's.
   if (scope === 'filtered-list' || allowedOutright(principal, action, scope, spaceId)) return;
   // A space the account does not have answers the same 404 as for the root: a 403 would tell
   // that the id exists somewhere.

@@ -245,9 +245,10 @@ export class AppendBatcher {
   }
 
   private callBatch(batch: Waiting[]): Promise<BatchRow[]> {
-    const appends = batch.map(({ key, events, ifMatch }): BatchedAppend => {
-      const { accountId, spaceId, userId, sessionId } = key;
-      return ifMatch ? { accountId, spaceId, userId, sessionId, events, ifMatch } : { accountId, spaceId, userId, sessionId, events };
+    const appends = batch.map(({ key: { accountId, spaceId, userId, sessionId }, events, ifMatch }) => {
+      const append: BatchedAppend = { accountId, spaceId, userId, sessionId, events };
+      if (ifMatch) append.ifMatch = ifMatch;
+      return append;
     });
     const { stateLimit, lockWaitMs } = this.options;
     return appendBatchInDatabase(this.db, { scope: this.batchScope ?? 'any-accounts', accountId: batch[0]!.key.accountId }, appends, stateLimit, lockWaitMs);

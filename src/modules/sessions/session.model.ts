@@ -1,5 +1,6 @@
 // The session as the API shows it, shared by the sessions and events modules.
 import { z } from 'zod';
+import type { SessionKey } from '../../db/keys.js';
 import type { SessionRow } from '../../db/schema.js';
 import { JsonObject, JsonValue, Timestamp } from '../../http/schemas.js';
 import { mergedStateView, type SharedStates } from '../state/index.js';
@@ -42,13 +43,6 @@ export const WrittenSession = Session.partial({ title: true, metadata: true, sta
 
 export type WrittenSessionView = z.infer<typeof WrittenSession>;
 
-/** Which session a view shows, by the API's names. */
-export interface SessionIds {
-  spaceId: string;
-  userId: string;
-  sessionId: string;
-}
-
 /** A session view whose `state` is whatever is given in its place. */
 export type SessionViewWith<State> = Omit<SessionView, 'state'> & { state: State };
 
@@ -64,7 +58,7 @@ export type SessionViewColumns = Pick<
  * (modules/events/append.service.ts). The ids come apart from the row so that the append, whose
  * row has none, need not copy its row to add them (a copy cost 5 µs of the answer's 12).
  */
-export function sessionViewWith<State>(ids: SessionIds, row: SessionViewColumns, state: State): SessionViewWith<State> {
+export function sessionViewWith<State>(ids: Omit<SessionKey, 'accountId'>, row: SessionViewColumns, state: State): SessionViewWith<State> {
   return {
     spaceId: ids.spaceId,
     userId: ids.userId,
