@@ -420,6 +420,7 @@ async function scrapeBatchCounts(base: string): Promise<AppendBatchCounts> {
   return {
     batches: read('append_batches_total'),
     batchedAppends: read('append_batched_appends_total'),
+    refusedWhole: read('append_batches_refused_whole_total'),
     rerunAlone: read('append_batch_reruns_total'),
     sentAlone: { sharedState: Number.NaN, largeDelta: Number.NaN }, // labelled samples; not read here
   };

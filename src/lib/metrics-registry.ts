@@ -61,6 +61,8 @@ export interface AppendBatchCounts {
   batches: number;
   /** Appends those calls carried. */
   batchedAppends: number;
+  /** Batches that could not be written whole (an append of them refused) and went again append by append. */
+  refusedWhole: number;
   /** Appends of a batch that the batch did not write and that were run again alone. */
   rerunAlone: number;
   /** Appends never offered to a batch: they write user: or app: state, or carry a large delta. */
@@ -173,6 +175,11 @@ function registerAppendBatchCounters(registry: Registry, counts: AppendBatchCoun
     });
   counter('append_batches_total', 'Database calls that carried more than one append (group commit).', () => counts.batches);
   counter('append_batched_appends_total', 'Appends sent to the database in those calls.', () => counts.batchedAppends);
+  counter(
+    'append_batches_refused_whole_total',
+    'Batches not written whole because one of their appends was refused (If-Match, the state limit, a stored eventId, a locked session), then sent again append by append.',
+    () => counts.refusedWhole,
+  );
   counter(
     'append_batch_reruns_total',
     'Appends of a batch that the batch did not write (a refusal, a stored eventId, a missing session, a lock conflict) and that were run again alone.',

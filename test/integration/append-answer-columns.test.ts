@@ -1,6 +1,6 @@
 // The append answer's columns are written once in TypeScript (src/modules/events/append-answer.ts)
 // and once per function in the frozen migrations (the OUT columns of append_events() and
-// append_events_batch()). This test ties the two: same names, same order.
+// append_events_batch(), append_events_batch_whole()). This test ties the two: same names, same order.
 import { sql } from 'kysely';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { APPEND_ANSWER_COLUMNS } from '../../src/modules/events/append-answer.js';
@@ -30,4 +30,8 @@ it('append_events() answers the columns of APPEND_ANSWER_COLUMNS, in order', asy
 
 it('append_events_batch() answers the ordinal, then the same columns', async () => {
   expect(await outColumns('append_events_batch')).toEqual(['ordinal', ...APPEND_ANSWER_COLUMNS]);
+});
+
+it('append_events_batch_whole() answers as append_events_batch() does', async () => {
+  expect(await outColumns('append_events_batch_whole')).toEqual(['ordinal', ...APPEND_ANSWER_COLUMNS]);
 });

@@ -2,13 +2,16 @@
 // arrive while the instance's append call is out go to the database together, and each is still
 // answered, and written or not, exactly as it would have been alone.
 import { randomUUID } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
 import type { FastifyInstance } from 'fastify';
+import { CompiledQuery } from 'kysely';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { buildApp } from '../../src/app.js';
 import { DEFAULT_LIMITS } from '../../src/config.js';
 import { openDatabase } from '../../src/db/connect.js';
 import { createAccountSlots } from '../../src/lib/account-slots.js';
 import { batchingOptions, createAppendBatcher } from '../../src/modules/events/append-batcher.js';
+import { type BatchedAppend, appendBatchInDatabase } from '../../src/modules/events/append.repository.js';
 import type { JsonObject } from '../../src/db/schema.js';
 import { insertSession } from '../support/fixtures.js';
 import { parsePrometheusText, sampleValue } from '../support/prometheus-text.js';
@@ -43,6 +46,7 @@ async function batchCounts(app: FastifyInstance = t.app) {
   return {
     batches: read('append_batches_total'),
     batchedAppends: read('append_batched_appends_total'),
+    refusedWhole: read('append_batches_refused_whole_total'),
     reruns: read('append_batch_reruns_total'),
     aloneForSharedState: read('append_sent_alone_total', { reason: 'shared_state' }),
     aloneForLargeDelta: read('append_sent_alone_total', { reason: 'large_delta' }),
@@ -69,6 +73,8 @@ describe('group commit of appends', () => {
     expect(after.batches).toBeGreaterThan(before.batches);
     expect(after.batchedAppends - before.batchedAppends).toBeGreaterThanOrEqual(2);
     expect(after.reruns).toBe(before.reruns);
+    // Nothing to refuse: every batch was written whole, by append_events_batch_whole().
+    expect(after.refusedWhole).toBe(before.refusedWhole);
 
     for (const sessionId of sessions) {
       const { session, events } = await snapshot(sessionId);
@@ -298,7 +304,7 @@ describe.runIf(inject('testBackend').kind === 'postgres')('group commit on two i
       let batchBackend: number | undefined;
       for (let attempt = 0; attempt < 200 && batchBackend === undefined; attempt++) {
         const { rows } = await killer.query<{ pid: number }>(
-          "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query LIKE '%append_events_batch(%' AND wait_event_type = 'Lock'",
+          "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query LIKE '%append_events_batch_whole(%' AND wait_event_type = 'Lock'",
         );
         batchBackend = rows[0]?.pid;
         if (batchBackend === undefined) await new Promise((resolve) => setTimeout(resolve, 25));
@@ -412,5 +418,111 @@ describe.runIf(inject('testBackend').kind === 'postgres')('group commit on two i
       await app.close();
       await handle.close();
     }
+  });
+});
+
+describe('a batch written whole, or append by append when one of it is refused (migrations/0014)', () => {
+  const keyOf = (sessionId: string) => ({ accountId: t.account.accountId, spaceId: t.account.defaultSpaceId, userId: USER, sessionId });
+  const appendOf = (sessionId: string, eventId: string, delta?: JsonObject, more: Partial<BatchedAppend> = {}): BatchedAppend => ({
+    ...keyOf(sessionId),
+    events: [{ eventId, author: 'user', payloadHash: '00'.repeat(32), ...(delta ? { session: { delta, mode: 'merge-patch' as const } } : {}) }],
+    ...more,
+  });
+  const send = (appends: BatchedAppend[], lockWaitMs = 200) =>
+    appendBatchInDatabase(t.db, { scope: 'any-accounts', accountId: t.account.accountId }, appends, LIMITS.stateBytes, lockWaitMs);
+
+  it('writes a batch with nothing to refuse in one call, two appends of one session one after the other', async () => {
+    const [first, second] = await Promise.all([newSession({ kept: true }), newSession()]);
+    const result = await send([appendOf(first!, 'a1', { a: 1 }), appendOf(first!, 'a2', { b: 2 }, { ifMatch: [2] }), appendOf(second!, 'b1')]);
+
+    expect(result.refusedWhole).toBe(false);
+    expect(result.rows.map((row) => [row.ordinal, Number(row.event_count), Number(row.revision), row.state, row.session_bytes])).toEqual([
+      [1, 1, 2, '{"a": 1, "kept": true}', 22],
+      [2, 2, 3, '{"a": 1, "b": 2, "kept": true}', 30],
+      [3, 1, 2, '{}', null],
+    ]);
+    // The user's and the space's state as they are (other tests of this file write them too).
+    const { rows: shared } = await t.db.executeQuery<{ user_state: string; app_state: string }>(
+      CompiledQuery.raw(
+        `SELECT u.state::text AS user_state, sp.state::text AS app_state FROM space_users AS u
+         JOIN session_spaces AS sp USING (account_id, space_id) WHERE u.account_id = $1 AND u.space_id = $2 AND u.user_id = $3`,
+        [t.account.accountId, t.account.defaultSpaceId, USER],
+      ),
+    );
+    expect(result.rows.map((row) => [row.user_state, row.app_state, row.user_bytes, row.app_bytes])).toEqual(
+      result.rows.map(() => [shared[0]!.user_state, shared[0]!.app_state, null, null]),
+    );
+    const [firstAfter, secondAfter] = await Promise.all([snapshot(first!), snapshot(second!)]);
+    expect(firstAfter.events.map((event) => [Number(event.seq), event.event_id])).toEqual([[1, 'a1'], [2, 'a2']]);
+    expect(firstAfter.session).toMatchObject({ state: { kept: true, a: 1, b: 2 }, event_count: 2, revision: 3 });
+    expect(secondAfter.events.map((event) => [Number(event.seq), event.event_id])).toEqual([[1, 'b1']]);
+  });
+
+  it('when one append is refused, writes nothing whole and then each other append once, as append_events_batch() does', async () => {
+    const [good, stale, stored, full, other] = await Promise.all([newSession(), newSession(), newSession(), newSession({ big: 'x'.repeat(900) }), newSession()]);
+    expect((await send([appendOf(stored!, 'kept-id')])).refusedWhole).toBe(false);
+    const untouched = await Promise.all([stale, stored, full].map((sessionId) => snapshot(sessionId!)));
+
+    // Each refusal alone in a batch of good appends: If-Match, a stored eventId, the state limit.
+    for (const [index, refused] of [
+      appendOf(stale!, 'stale-1', undefined, { ifMatch: [7] }),
+      appendOf(stored!, 'kept-id', { again: true }),
+      appendOf(full!, 'full-1', { more: 'y'.repeat(200) }),
+    ].entries()) {
+      const result = await send([appendOf(good!, `good-${index}`, { [`g${index}`]: index }), refused, appendOf(other!, `other-${index}`)]);
+      expect(result.refusedWhole).toBe(true);
+      expect(result.rows.map((row) => [row.ordinal, Number(row.event_count)])).toEqual([
+        [1, index + 1],
+        [3, index + 1],
+      ]);
+    }
+
+    expect(await Promise.all([stale, stored, full].map((sessionId) => snapshot(sessionId!)))).toEqual(untouched);
+    const [goodAfter, otherAfter] = await Promise.all([snapshot(good!), snapshot(other!)]);
+    expect(goodAfter.events.map((event) => event.event_id)).toEqual(['good-0', 'good-1', 'good-2']);
+    expect(goodAfter.session).toMatchObject({ state: { g0: 0, g1: 1, g2: 2 }, event_count: 3, revision: 4 });
+    expect(otherAfter.events.map((event) => event.event_id)).toEqual(['other-0', 'other-1', 'other-2']);
+  });
+
+  it('refuses an append that writes user: state, which it does not write, and append_events_batch() writes it', async () => {
+    const sessionId = await newSession();
+    const withUserState: BatchedAppend = {
+      ...keyOf(sessionId),
+      events: [{ eventId: 'u1', author: 'user', payloadHash: '00'.repeat(32), user: { delta: { 'user:tone': 'warm' }, mode: 'merge-patch' } }],
+    };
+    const whole = t.db.executeQuery(
+      CompiledQuery.raw('SELECT ordinal FROM append_events_batch_whole($1::jsonb, $2, $3)', [JSON.stringify([withUserState]), LIMITS.stateBytes, 200]),
+    );
+    await expect(whole).rejects.toMatchObject({ code: 'AS422' });
+    expect((await snapshot(sessionId)).events).toEqual([]);
+
+    const result = await send([withUserState]);
+    expect(result.refusedWhole).toBe(true);
+    expect(result.rows.map((row) => [row.ordinal, Number(row.event_count)])).toEqual([[1, 1]]);
+    // The user's state is shared with the other tests' sessions of USER: only this key is this test's.
+    expect(JSON.parse(result.rows[0]!.user_state)).toMatchObject({ 'user:tone': 'warm' });
+  });
+
+  // PostgreSQL only: on PGlite's one connection no other transaction can hold a session's lock.
+  it.runIf(inject('testBackend').kind === 'postgres')('gives a batch that waited out its lock budget on the whole call only what is left of it append by append', { timeout: 30_000 }, async () => {
+    const [locked, free] = await Promise.all([newSession(), newSession()]);
+    const holder = await t.database.pool.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query('SELECT 1 FROM sessions WHERE account_id = $1 AND session_id = $2 FOR UPDATE', [t.account.accountId, locked]);
+      const startedAt = performance.now();
+      const result = await send([appendOf(free!, 'free-1'), appendOf(locked!, 'locked-1')], 1_000);
+      const tookMs = performance.now() - startedAt;
+      expect(result.refusedWhole).toBe(true);
+      expect(result.rows.map((row) => row.ordinal)).toEqual([1]);
+      // One budget in all (1 s), not one per call: the second call had 1 ms of it left.
+      expect(tookMs).toBeGreaterThanOrEqual(990);
+      expect(tookMs).toBeLessThan(1_900);
+    } finally {
+      await holder.query('ROLLBACK');
+      holder.release();
+    }
+    expect((await snapshot(locked!)).events).toEqual([]);
+    expect((await snapshot(free!)).events.map((event) => event.event_id)).toEqual(['free-1']);
   });
 });

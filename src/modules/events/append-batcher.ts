@@ -17,9 +17,11 @@
 // call and 20 ms (a batch waiting for a locked row, a slow disk), so that one slow call does not
 // hold back everyone else's appends.
 //
-// Each append of a batch is still all or nothing by itself (a subtransaction in the database). One
-// that the batch could not write (a refusal, a stored eventId, a missing session, a deadlock) is run
-// again alone through appendInDatabase, so its answer is exactly the one it would have had alone.
+// Each append of a batch is still all or nothing by itself: a batch goes first as one call written
+// whole or not at all, and one it refuses goes again with a subtransaction per append
+// (append.repository.ts, appendBatchInDatabase). An append that the batch could not write (a
+// refusal, a stored eventId, a missing session, a deadlock) is run again alone through
+// appendInDatabase, so its answer is exactly the one it would have had alone.
 //
 // The batcher belongs to a database handle (one per instance: buildApp calls useAppendBatching);
 // appends on a handle without one go alone.
@@ -48,7 +50,7 @@ import { runForNoAccount } from '../../lib/account-scope.js';
 import type { AccountSlots } from '../../lib/account-slots.js';
 import type { AppendBatchCounts } from '../../lib/metrics-registry.js';
 import type { EventDocument } from './append-plan.js';
-import { type AppendedSession, type BatchRow, type BatchScope, type BatchedAppend, appendBatchInDatabase, appendInDatabase, batchRolledBackWhole, isCitusDatabase } from './append.repository.js';
+import { type AppendedSession, type BatchResult, type BatchRow, type BatchScope, type BatchedAppend, appendBatchInDatabase, appendInDatabase, batchRolledBackWhole, isCitusDatabase } from './append.repository.js';
 
 export interface AppendBatcherOptions {
   /** Appends per database call; 1 sends each alone. At most 32 (see the migration). */
@@ -94,7 +96,7 @@ interface Waiting {
 
 export class AppendBatcher {
   /** Read by /metrics (append_batches_total and the two after it). */
-  readonly stats: AppendBatchCounts = { batches: 0, batchedAppends: 0, rerunAlone: 0, sentAlone: { sharedState: 0, largeDelta: 0 } };
+  readonly stats: AppendBatchCounts = { batches: 0, batchedAppends: 0, refusedWhole: 0, rerunAlone: 0, sentAlone: { sharedState: 0, largeDelta: 0 } };
   private readonly waiting: Waiting[] = [];
   /** The calls now out, each with the performance.now() at which it was sent (an object each: two may share a time). */
   private readonly callsOut = new Set<{ sentAt: number }>();
@@ -229,7 +231,9 @@ export class AppendBatcher {
     this.stats.batchedAppends += batch.length;
     let rows: BatchRow[];
     try {
-      rows = await this.callBatch(batch);
+      const result = await this.callBatch(batch);
+      if (result.refusedWhole) this.stats.refusedWhole++;
+      rows = result.rows;
     } catch (error) {
       if (!batchRolledBackWhole(error)) return batch.forEach((waiting) => waiting.reject(error));
       rows = [];
@@ -244,7 +248,7 @@ export class AppendBatcher {
     });
   }
 
-  private callBatch(batch: Waiting[]): Promise<BatchRow[]> {
+  private callBatch(batch: Waiting[]): Promise<BatchResult> {
     const appends = batch.map(({ key: { accountId, spaceId, userId, sessionId }, events, ifMatch }) => {
       const append: BatchedAppend = { accountId, spaceId, userId, sessionId, events };
       if (ifMatch) append.ifMatch = ifMatch;

@@ -1,7 +1,7 @@
 // The append's statements: one call of append_events() (migrations/0004_append_in_database.sql),
-// the group commit's call of append_events_batch() or, on Citus, append_events_of_account()
-// (migrations 0007, 0011), and the database's answers to them turned into the API's (the SQLSTATEs
-// they raise, at this boundary).
+// the group commit's call of append_events_batch_whole() and, when that refuses the batch,
+// append_events_batch() or, on Citus, append_events_of_account() (migrations 0007, 0011, 0014), and
+// the database's answers to them turned into the API's (the SQLSTATEs they raise, at this boundary).
 import { CompiledQuery } from 'kysely';
 import { detectCitus } from '../../db/citus.js';
 import type { Database, Executor } from '../../db/connect.js';
@@ -90,13 +90,33 @@ export interface BatchedAppend extends SessionKey {
 }
 
 const BATCH_COLUMNS = `ordinal, ${APPEND_ANSWER_SELECT}`;
+const APPEND_EVENTS_BATCH_WHOLE = preparedStatement('append_events_batch_whole', `SELECT ${BATCH_COLUMNS} FROM append_events_batch_whole($1::jsonb, $2, $3)`);
 const APPEND_EVENTS_BATCH = preparedStatement('append_events_batch', `SELECT ${BATCH_COLUMNS} FROM append_events_batch($1::jsonb, $2, $3)`);
 const APPEND_EVENTS_OF_ACCOUNT = preparedStatement('append_events_of_account', `SELECT ${BATCH_COLUMNS} FROM append_events_of_account($1, $2::jsonb, $3, $4)`);
 
+// What append_events_batch_whole() raises when an append of the batch cannot be written: the call
+// wrote nothing and its connection is as it was, so the batch goes again append by append. Any
+// other failure (a cancelled call, a lost or spoiled connection) is the caller's to judge, as for
+// append_events_batch().
+const REFUSED_WHOLE = new Set<string>([
+  'AS412', // If-Match
+  'AS413', // a state over the limit
+  'AS422', // an append that writes user: or app: state
+  SQLSTATE.uniqueViolation, // an eventId already stored
+  SQLSTATE.lockNotAvailable, // a session locked past the lock-wait budget
+  SQLSTATE.deadlockDetected,
+]);
+
+/** Whether append_events_batch_whole() refused its batch, writing none of it (see REFUSED_WHOLE). */
+const refusedWhole = (error: unknown): boolean => REFUSED_WHOLE.has((error as { code?: string }).code ?? '');
+
 /**
- * Sends a batch of appends as one call: each in a subtransaction of its own, the ones it could not
- * write left out of the rows (they are run again alone). `one-account` batches hold appends of
- * `accountId` only.
+ * Sends a batch of appends and answers the rows of those written, by ordinal; the ones left out
+ * are run again alone by the caller. Most batches have nothing to refuse: they go as one call of
+ * append_events_batch_whole(), all or nothing, without a subtransaction per append. A batch it
+ * refuses goes again as append_events_batch(), each append in a subtransaction of its own, with
+ * what is left of the lock-wait budget. On Citus (`one-account`: appends of `accountId` only) the
+ * batch goes as append_events_of_account(), which Citus delegates whole to the account's worker.
  */
 export async function appendBatchInDatabase(
   db: Database,
@@ -104,12 +124,25 @@ export async function appendBatchInDatabase(
   appends: BatchedAppend[],
   stateLimit: number,
   lockWaitMs: number,
-): Promise<BatchRow[]> {
-  const query =
-    scope === 'one-account'
-      ? CompiledQuery.raw(APPEND_EVENTS_OF_ACCOUNT, [accountId, JSON.stringify(appends), stateLimit, lockWaitMs])
-      : CompiledQuery.raw(APPEND_EVENTS_BATCH, [JSON.stringify(appends), stateLimit, lockWaitMs]);
-  return (await db.executeQuery<BatchRow>(query)).rows;
+): Promise<BatchResult> {
+  const json = JSON.stringify(appends);
+  const rowsOf = async (statement: string, parameters: unknown[]) => (await db.executeQuery<BatchRow>(CompiledQuery.raw(statement, parameters))).rows;
+  if (scope === 'one-account') return { rows: await rowsOf(APPEND_EVENTS_OF_ACCOUNT, [accountId, json, stateLimit, lockWaitMs]), refusedWhole: false };
+  const sentAt = performance.now();
+  try {
+    return { rows: await rowsOf(APPEND_EVENTS_BATCH_WHOLE, [json, stateLimit, lockWaitMs]), refusedWhole: false };
+  } catch (error) {
+    if (!refusedWhole(error)) throw error;
+  }
+  // One lock-wait budget for the batch in all: the whole call may have spent it waiting.
+  const lockWaitLeftMs = Math.max(1, Math.ceil(lockWaitMs - (performance.now() - sentAt)));
+  return { rows: await rowsOf(APPEND_EVENTS_BATCH, [json, stateLimit, lockWaitLeftMs]), refusedWhole: true };
+}
+
+/** The rows of a batch's appends that were written, and whether the batch was refused whole first. */
+export interface BatchResult {
+  rows: BatchRow[];
+  refusedWhole: boolean;
 }
 
 // Failures after which no append of a batch committed, so each may be run again alone: the call was
