@@ -504,7 +504,7 @@ describe('a batch written whole, or append by append when one of it is refused (
   });
 
   // PostgreSQL only: on PGlite's one connection no other transaction can hold a session's lock.
-  it.runIf(inject('testBackend').kind === 'postgres')('gives a batch that waited out its lock budget on the whole call only what is left of it append by append', { timeout: 30_000 }, async () => {
+  it.runIf(inject('testBackend').kind === 'postgres')('gives a batch that waited out its lock budget on the whole call only what is left of it append by append (PostgreSQL: a second connection holds the lock)', { timeout: 30_000 }, async () => {
     const [locked, free] = await Promise.all([newSession(), newSession()]);
     const holder = await t.database.pool.connect();
     try {
