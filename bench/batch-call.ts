@@ -23,6 +23,7 @@ import { loadConfig } from '../src/config.js';
 import { openDatabase } from '../src/db/connect.js';
 import { migrateToLatest } from '../src/db/migrate.js';
 import { createAccount } from '../src/modules/accounts/accounts.service.js';
+import { compareKeys } from '../src/modules/events/append-batcher.js';
 import { eventDocument, prepareAppend } from '../src/modules/events/append-plan.js';
 import { createSession } from '../src/modules/sessions/sessions.service.js';
 import { MINIMAL_SCHEMA, createMinimalSchema } from './minimal-transaction.js';
@@ -36,11 +37,11 @@ const RUN = randomBytes(3).toString('hex');
 
 const sessionOf = (i: number) => ({ userId: `user-${Math.floor(i / SESSIONS_PER_USER)}`, sessionId: `session-${i}`, i });
 
-/** BATCH distinct random sessions, in the order the service sends a batch (by key). */
+/** BATCH distinct random sessions. */
 function randomSessions() {
   const picked = new Set<number>();
   while (picked.size < BATCH) picked.add(Math.floor(Math.random() * SESSIONS));
-  return [...picked].map(sessionOf).sort((a, b) => (a.userId === b.userId ? a.sessionId.localeCompare(b.sessionId) : a.userId.localeCompare(b.userId)));
+  return [...picked].map(sessionOf);
 }
 
 async function main(): Promise<void> {
@@ -66,11 +67,13 @@ async function main(): Promise<void> {
     let appended = 0;
     const batchJson = () =>
       JSON.stringify(
-        randomSessions().map(({ userId, sessionId }) => {
-          const n = ++appended;
-          const body = { eventId: `e-${RUN}-${n}`, author: 'agent', content: { role: 'model', parts: [{ text: `turn ${n}: the quick brown fox` }] }, actions: { stateDelta: { counter: n } } };
-          return { ...user(userId), sessionId, events: prepareAppend(body, limits).events.map(eventDocument) };
-        }),
+        randomSessions()
+          .map(({ userId, sessionId }) => {
+            const n = ++appended;
+            const body = { eventId: `e-${RUN}-${n}`, author: 'agent', content: { role: 'model', parts: [{ text: `turn ${n}: the quick brown fox` }] }, actions: { stateDelta: { counter: n } } };
+            return { ...user(userId), sessionId, events: prepareAppend(body, limits).events.map(eventDocument) };
+          })
+          .sort(compareKeys), // in the order the service sends a batch
       );
     const written = { whole: 0, batch: 0 };
     const callOf = (fn: 'append_events_batch_whole' | 'append_events_batch', counted: keyof typeof written) => {

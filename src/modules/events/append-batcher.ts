@@ -303,7 +303,8 @@ const sessionIdOf = ({ accountId, spaceId, userId, sessionId }: SessionKey) => `
 
 const writesSharedState = (events: EventDocument[]) => events.some((event) => event.user !== undefined || event.app !== undefined);
 
-function compareKeys(a: SessionKey, b: SessionKey): number {
+/** The order in which a batch locks its sessions (any two batches take them in this order). */
+export function compareKeys(a: SessionKey, b: SessionKey): number {
   return compare(a.accountId, b.accountId) || compare(a.spaceId, b.spaceId) || compare(a.userId, b.userId) || compare(a.sessionId, b.sessionId);
 }
 
