@@ -16,7 +16,8 @@
 // Creates and drops its own database. Environment: BENCH_BATCH, BENCH_N (timed calls of each,
 // default 2,000), BENCH_SESSIONS (default 1,000), BENCH_SYNCHRONOUS_COMMIT=off (the client's commits
 // do not wait for the WAL flush: it is the same for all three and, on a slow disk, hides the
-// difference between the calls' own work).
+// difference between the calls' own work), BENCH_SETUP_SQL (run once the sessions exist, e.g.
+// `DROP INDEX sessions_title_trgm`, to weigh what an index or a constraint costs the call).
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { loadConfig } from '../src/config.js';
@@ -60,6 +61,9 @@ async function main(): Promise<void> {
       const { userId, sessionId } = sessionOf(i);
       await createSession(handle.db, limits, user(userId), { sessionId }, false);
     }
+    // BENCH_SETUP_SQL runs after the sessions exist, one statement at a time (VACUUM cannot run in
+    // a transaction): weigh an index or a constraint by dropping it.
+    for (const statement of (process.env.BENCH_SETUP_SQL ?? '').split(';').filter((text) => text.trim())) await handle.pool.query(statement);
     await handle.pool.query('VACUUM ANALYZE');
     await client.connect();
     if (process.env.BENCH_SYNCHRONOUS_COMMIT === 'off') await client.query('SET synchronous_commit = off');

@@ -153,6 +153,15 @@ function fieldName(path: (string | number)[], root: string): string {
   return name || root;
 }
 
+/**
+ * Parsed bodies whose JSON text has no `\u` escape, so no string or key in them can hold what
+ * unstorableText refuses: in valid JSON a NUL can only be written as an escape (a raw control
+ * character is a syntax error), and so can a lone surrogate (the strict decoder refuses one encoded
+ * in the bytes). The walk of such a body finds nothing, so it is skipped: every append pays for it
+ * otherwise (issue 24). Weak: a body is forgotten with its request.
+ */
+const bodiesWithoutEscapes = new WeakSet<object>();
+
 /** A strict UTF-8 JSON body parser, and the check of body, query and path parameters before validation. */
 export function registerRequestTextRules(app: FastifyInstance): void {
   // Fastify's own parser (prototype poisoning refused, its empty/invalid JSON errors), fed only
@@ -177,8 +186,9 @@ export function registerRequestTextRules(app: FastifyInstance): void {
       return;
     }
     parseJson(request, text, (error: Error | null, value?: unknown) => {
-      if (error) done(error, undefined);
-      else done(findInexactInteger(text) ?? null, value);
+      if (error) return done(error, undefined);
+      if (value !== null && typeof value === 'object' && !text.includes('\\u')) bodiesWithoutEscapes.add(value);
+      done(findInexactInteger(text) ?? null, value);
     });
   });
 
@@ -189,7 +199,7 @@ export function registerRequestTextRules(app: FastifyInstance): void {
     const problem =
       findUnstorableText(request.params, 'path') ??
       (schema?.querystring ? findUnstorableText(request.query, 'query') : undefined) ??
-      (schema?.body && request.body !== undefined ? findUnstorableText(request.body, 'body') : undefined);
+      (schema?.body && request.body !== undefined && !bodiesWithoutEscapes.has(request.body as object) ? findUnstorableText(request.body, 'body') : undefined);
     done(problem);
   });
 }

@@ -1,8 +1,13 @@
 // deploy/citus/distribute.sql on the real cluster: from an empty database and from one that holds
 // data (a single-node deployment moving to Citus), run twice with psql, then the catalog: the
 // partition kinds and one colocation group, the layout rules (test/support/citus-layout.ts) on the
-// live schema, and the rows copied into shards on the workers, none lost.
+// live schema, and the rows copied into shards on the workers, none lost. And the next release: a
+// migration that changes distributed tables, applied (`npm run migrate`) to a database that was
+// distributed before it existed, reaches every shard.
 import { randomBytes } from 'node:crypto';
+import { cpSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type Kysely, sql } from 'kysely';
 import { afterAll, describe, expect, inject, it } from 'vitest';
@@ -31,13 +36,13 @@ afterAll(async () => {
 });
 
 /** A new database on every node, migrated on the coordinator as `npm run migrate` does, not yet distributed. */
-async function migratedDatabase(): Promise<{ name: string; handle: DatabaseHandle }> {
+async function migratedDatabase(migrationsDirectory?: string): Promise<{ name: string; handle: DatabaseHandle }> {
   const name = `ass_distribute_${randomBytes(4).toString('hex')}`;
   created.push(name);
   await createCitusDatabase(nodes, name);
   const handle = await openDatabase({ kind: 'postgres', url: nodeUrl(coordinatorPort, name), poolMax: 4, statementTimeoutMs: 120_000, connectTimeoutMs: 10_000 });
   handles.push(handle);
-  await migrateToLatest(handle.db);
+  await migrateToLatest(handle.db, migrationsDirectory);
   return { name, handle };
 }
 
@@ -129,5 +134,37 @@ describe('distribute.sql on a Citus cluster', () => {
     expect(appended.json().events[0].seq).toBe(6);
     expect(appended.json().session.state).toMatchObject({ k0: 0, k4: 4, 'user:seen': 4, 'app:last': 2 });
     await app.close();
+  });
+
+  it('applies a later migration that changes distributed tables (0015) to a database distributed before it: every shard gets it', async () => {
+    // The release before 0015: its migrations alone, then distributed as an operator does.
+    const MIGRATIONS = fileURLToPath(new URL('../../migrations/', import.meta.url));
+    const earlier = mkdtempSync(join(tmpdir(), 'ass-migrations-'));
+    try {
+      for (const file of readdirSync(MIGRATIONS).filter((file) => file < '0015')) cpSync(join(MIGRATIONS, file), join(earlier, file));
+      const { name, handle } = await migratedDatabase(`${earlier}/`);
+      await runPsqlFile(coordinatorPort, name, DISTRIBUTE_SQL);
+
+      expect(await migrateToLatest(handle.db)).toContain('0015_partial_session_search_indexes');
+      await runPsqlFile(coordinatorPort, name, DISTRIBUTE_SQL); // as after every deployment
+      await expectTheLayout(handle.db as unknown as Kysely<unknown>);
+      // Each shard of sessions has the two search indexes, partial.
+      const shards = await query<{ success: boolean; result: string }>(
+        nodeUrl(coordinatorPort, name),
+        `SELECT success, result FROM run_command_on_shards('sessions', $command$
+           SELECT string_agg(regexp_replace(pg_get_indexdef(indexrelid), '^CREATE INDEX \\S+ ON \\S+ ', ''), ' | ' ORDER BY indexrelid::regclass::text)
+           FROM pg_index WHERE indrelid = '%s'::regclass AND indexrelid::regclass::text ~ '^sessions_(title_trgm|metadata_in_space)'
+         $command$)`,
+      );
+      expect(shards.length).toBeGreaterThan(1);
+      expect(new Set(shards.map((shard) => `${shard.success} ${shard.result}`))).toEqual(
+        new Set([
+          "true USING gin (jsonb_set('{}'::jsonb, ARRAY[space_id], metadata) jsonb_path_ops) WHERE (metadata <> '{}'::jsonb) | " +
+            "USING gin (title gin_trgm_ops) WHERE (title <> ''::text)",
+        ]),
+      );
+    } finally {
+      rmSync(earlier, { recursive: true, force: true });
+    }
   });
 });

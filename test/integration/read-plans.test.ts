@@ -1,11 +1,13 @@
 // The metadata filter of session lists is served by the space-scoped GIN index of
-// migrations/0003_read_indexes.sql. The index serves only the exact expression the repository
-// writes; if the two drift apart the list still answers correctly, only by scanning the space, so
-// this checks the plan of the query the repository really issues.
+// migrations/0003_read_indexes.sql, and a title search by the trigram index; since migrations/0015
+// both are partial (only sessions with metadata, with a title). An index serves only the exact
+// expression, and a partial one only a query that states its predicate; if the repository and the
+// indexes drift apart the list still answers correctly, only by scanning the space, so this checks
+// the plan of the query the repository really issues.
 import { type CompiledQuery, Kysely, PostgresDialect, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DB } from '../../src/db/schema.js';
-import { listSessionRows } from '../../src/modules/sessions/sessions.repository.js';
+import { type SessionFilter, listSessionRows } from '../../src/modules/sessions/sessions.repository.js';
 import { insertSpace } from '../support/fixtures.js';
 import { createTestApp, type TestApp } from '../support/test-app.js';
 
@@ -23,8 +25,9 @@ beforeAll(async () => {
       INSERT INTO space_users (account_id, space_id, user_id, session_count)
       SELECT ${accountId}, ${spaceId}, 'user-' || (g % 20), count(*) FROM generate_series(1, ${SESSIONS_PER_SPACE}::int) AS g GROUP BY g % 20`.execute(t.db);
     await sql`
-      INSERT INTO sessions (account_id, space_id, user_id, session_id, metadata, update_time)
+      INSERT INTO sessions (account_id, space_id, user_id, session_id, title, metadata, update_time)
       SELECT ${accountId}, ${spaceId}, 'user-' || (g % 20), 'sess-' || g,
+             CASE WHEN g % 10 = 0 THEN 'Trip to ' || g ELSE '' END,
              jsonb_build_object('example.com/agent-id', 'agent-' || (g % ${AGENTS}::int), 'env', 'prod'),
              now() - make_interval(secs => g)
       FROM generate_series(1, ${SESSIONS_PER_SPACE}::int) AS g`.execute(t.db);
@@ -34,14 +37,14 @@ beforeAll(async () => {
 afterAll(async () => t.close());
 
 /** Runs the repository's list query through a Kysely that records it, and answers rows and statement. */
-async function listRecorded(spaceId: string, metadata: Map<string, string[]>) {
+async function listRecorded(spaceId: string, filter: Pick<SessionFilter, 'metadata' | 'titleLike'>) {
   const recorded: CompiledQuery[] = [];
   const recorder = new Kysely<DB>({
     dialect: new PostgresDialect({ pool: t.database.pool }),
     log: (event) => void (event.level === 'query' && recorded.push(event.query)),
   });
   const rows = await listSessionRows(recorder, {
-    filter: { accountId: t.account.accountId, spaceId, metadata },
+    filter: { accountId: t.account.accountId, spaceId, ...filter },
     orderBy: 'update_time',
     direction: 'desc',
     scope: 'space',
@@ -72,7 +75,7 @@ async function planOf(statement: CompiledQuery): Promise<PlanNode[]> {
 describe('session list plans', () => {
   it('finds the sessions of one metadata value through the space-scoped index, and only those of the space', async () => {
     const [one] = spaces;
-    const { rows, statement } = await listRecorded(one, new Map([['example.com/agent-id', ['agent-7']]]));
+    const { rows, statement } = await listRecorded(one, { metadata: new Map([['example.com/agent-id', ['agent-7']]]) });
 
     // The same value exists in the other space: only this space's ten sessions are answered.
     expect(rows).toHaveLength(SESSIONS_PER_SPACE / AGENTS);
@@ -82,5 +85,24 @@ describe('session list plans', () => {
     const nodes = await planOf(statement);
     expect(nodes.map((node) => node['Index Name'])).toContain('sessions_metadata_in_space');
     expect(nodes.filter((node) => node['Node Type'] === 'Seq Scan' && node['Relation Name'] === 'sessions')).toEqual([]);
+  });
+
+  it('finds a title through the trigram index of titles, which leaves out the sessions without one', async () => {
+    const [one] = spaces;
+    const { rows, statement } = await listRecorded(one, { titleLike: 'rip to 1230' });
+    expect(rows.map((row) => [row.session_id, row.title])).toEqual([['sess-1230', 'Trip to 1230']]);
+
+    const nodes = await planOf(statement);
+    expect(nodes.map((node) => node['Index Name'])).toContain('sessions_title_trgm');
+    expect(nodes.filter((node) => node['Node Type'] === 'Seq Scan' && node['Relation Name'] === 'sessions')).toEqual([]);
+  });
+
+  it('keeps sessions without metadata or title out of the search indexes (an append to one writes nothing to them)', async () => {
+    const definitions = await sql<{ indexname: string; indexdef: string }>`
+      SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'sessions' AND indexname IN ('sessions_title_trgm', 'sessions_metadata_in_space') ORDER BY indexname`.execute(t.db);
+    expect(definitions.rows.map((row) => [row.indexname, row.indexdef.replace(/.* WHERE /, '')])).toEqual([
+      ['sessions_metadata_in_space', "(metadata <> '{}'::jsonb)"],
+      ['sessions_title_trgm', "(title <> ''::text)"],
+    ]);
   });
 });

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { findInexactInteger } from '../../src/http/request-text.js';
+import { findInexactInteger, unstorableText } from '../../src/http/request-text.js';
 
 const fieldOf = (text: string) => findInexactInteger(text)?.details;
 
@@ -38,5 +38,34 @@ describe('findInexactInteger', () => {
       }),
       { numRuns: 500 },
     );
+  });
+});
+
+// The body parser skips the walk for unstorable text when the JSON text has no `\u` escape
+// (request-text.ts, bodiesWithoutEscapes): such a text, once decoded from UTF-8, cannot parse to a
+// string or key that unstorableText refuses.
+describe('JSON text without a \\u escape', () => {
+  it('never parses to a string or key holding U+0000 or a lone surrogate', () => {
+    const decodedFromUtf8 = (text: string) => Buffer.from(text, 'utf8').toString('utf8') === text;
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary', maxLength: 40 }), fc.string({ unit: 'binary', maxLength: 10 }), (value, key) => {
+        const text = `{"${key}":"${value}"}`;
+        fc.pre(!text.includes('\\u') && decodedFromUtf8(text));
+        let parsed: Record<string, string>;
+        try {
+          parsed = JSON.parse(text) as Record<string, string>;
+        } catch {
+          return; // not JSON: the parser refuses it before any walk
+        }
+        for (const [k, v] of Object.entries(parsed)) {
+          expect(unstorableText(k)).toBeUndefined();
+          expect(unstorableText(v)).toBeUndefined();
+        }
+      }),
+      { numRuns: 2_000 },
+    );
+    // …while the same characters written as escapes are found.
+    expect(unstorableText(JSON.parse('"a\\u0000b"') as string)).toMatch(/U\+0000/);
+    expect(unstorableText(JSON.parse('"\\ud800"') as string)).toMatch(/surrogate/);
   });
 });

@@ -1,5 +1,5 @@
 // Credential material: generation, hashing and constant-time comparison. No I/O.
-import { createHash, randomBytes, randomInt, timingSafeEqual } from 'node:crypto';
+import { hash, randomBytes, randomInt, timingSafeEqual } from 'node:crypto';
 
 const BASE62 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
 const SECRET_ID_PATTERN = /^AKID[A-Za-z0-9]{32}$/;
@@ -34,8 +34,9 @@ export function issueCredential(): IssuedCredential {
   return { secretId, secretKey, token: `${secretId}.${secretKey}` };
 }
 
+/** SHA-256 of the key's UTF-8 bytes, one-shot: every authenticated request hashes the key it presents. */
 export function hashSecretKey(secretKey: string): Buffer {
-  return createHash('sha256').update(secretKey, 'utf8').digest();
+  return hash('sha256', secretKey, 'buffer');
 }
 
 /** Compares by hash, in constant time: the stored hash never meets the plain key byte by byte. */

@@ -185,6 +185,13 @@ export interface SessionPageRequest {
  */
 const metadataInSpace = sql`jsonb_set('{}'::jsonb, ARRAY[sessions.space_id], sessions.metadata)`;
 
+// The predicates of the partial search indexes (migrations/0015), as literals: the planner proves
+// that a query may use a partial index from the query's text, and a bound parameter proves nothing.
+// A metadata filter matches only metadata that holds its key; a non-empty title search only a
+// title that is not empty.
+const METADATA_NOT_EMPTY = sql<SqlBool>`sessions.metadata <> '{}'::jsonb`;
+const TITLE_NOT_EMPTY = sql<SqlBool>`sessions.title <> ''`;
+
 function filterExpression(eb: ExpressionBuilder<DB, 'sessions'>, filter: SessionFilter): Expression<SqlBool> {
   const conditions: Expression<SqlBool>[] = [eb('sessions.account_id', '=', filter.accountId), eb('sessions.space_id', '=', filter.spaceId), SESSION_NOT_EXPIRED];
   if (filter.userIds?.length) conditions.push(eb('sessions.user_id', 'in', filter.userIds));
@@ -192,9 +199,13 @@ function filterExpression(eb: ExpressionBuilder<DB, 'sessions'>, filter: Session
   if (filter.title !== undefined) conditions.push(eb('sessions.title', '=', filter.title));
   // Backslash is LIKE's default escape character.
   if (filter.titleLike !== undefined) conditions.push(eb('sessions.title', 'like', containsPattern(filter.titleLike)));
+  // Only a session with a title can match a title that is not empty: said outright, so that the
+  // partial index of titles (migrations/0015) can serve the search.
+  if (filter.title || filter.titleLike) conditions.push(TITLE_NOT_EMPTY);
   for (const [key, values] of filter.metadata ?? []) {
     conditions.push(eb.or(values.map((value) => sql<SqlBool>`${metadataInSpace} @> ${JSON.stringify({ [filter.spaceId]: { [key]: value } })}::jsonb`)));
   }
+  if (filter.metadata?.size) conditions.push(METADATA_NOT_EMPTY);
   if (filter.updatedAfter) conditions.push(eb('sessions.update_time', '>', filter.updatedAfter));
   if (filter.updatedBefore) conditions.push(eb('sessions.update_time', '<', filter.updatedBefore));
   return eb.and(conditions);
