@@ -1,7 +1,9 @@
 # syntax=docker/dockerfile:1
 
+# Node 22, not 24: Node 24.21's JSON.parse can give an object key the text of an earlier one
+# (README.md, "Known: Node 24.21's JSON.parse"), and the service parses every request body with it.
 # Build stage: all dependencies, TypeScript compiled to dist/, the console built to console/dist.
-FROM node:24-bookworm-slim AS build
+FROM node:22-bookworm-slim AS build
 WORKDIR /app
 # The root is an npm workspace of clients/typescript: npm ci needs its package.json, and
 # `npm run build` builds the client too. npm ci's `prepare` would build the console before its
@@ -18,7 +20,7 @@ COPY clients/typescript/tsconfig.json ./clients/typescript/
 RUN npm run build
 
 # Runtime stage: production dependencies, the compiled code and the SQL migrations only.
-FROM node:24-bookworm-slim AS runtime
+FROM node:22-bookworm-slim AS runtime
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
     PORT=8080 \

@@ -206,7 +206,12 @@ describe('compactJsonLength on jsonb text', () => {
       fc.asyncProperty(fc.dictionary(storable, value, { maxKeys: 5 }), async (object) => {
         const { rows } = await sql<{ text: string }>`SELECT ${JSON.stringify(object)}::jsonb::text AS text`.execute(t.db);
         const text = rows[0]!.text;
-        expect(compactJsonLength(text)).toBe(JSON.stringify(JSON.parse(text)).length);
+        // What JSON.stringify writes for the value jsonb holds: the generated value itself (jsonb
+        // keeps its keys, strings and numbers; only the order of keys and the spacing differ, which
+        // do not change the compact length). Not JSON.parse(text): Node 24.21's JSON.parse can give
+        // a key the text of an earlier one (after {"\\": 1}, {"\n": 1} comes back as {"\\": 1}),
+        // and a CI seed hit that (README.md, "Known: Node 24.21's JSON.parse", has the reproduction).
+        expect(compactJsonLength(text)).toBe(JSON.stringify(object).length);
       }),
       { numRuns: 150 },
     );
