@@ -4,7 +4,7 @@
 // Every append hashes each of its events' canonical text, so this runs on the hot path (issue 24).
 // It writes the text in one pass instead of JSON.stringify with a replacer that made a sorted copy
 // of every object, and it keeps that older text byte for byte: stored payload hashes were computed
-// from it, and a retry of an event stored before must hash the same (test/property/canonical-json).
+// from it, and a retry of an event stored before must hash the same (test/unit/canonical-json.test.ts).
 // One rule of that text is easy to miss: the sorted copy was a plain object, and a plain object
 // lists its integer-like keys ("0", "7", "10") first, in numeric order, whatever order they were
 // inserted in; so does this text. And assigning a `__proto__` key to that copy set its prototype
