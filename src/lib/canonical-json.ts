@@ -11,8 +11,9 @@
 // instead of adding the key, so the key never appeared; it does not here either.
 import { hash } from 'node:crypto';
 
+/** Typed as a string, as JSON.stringify is: only a value it leaves out (undefined) gives undefined. */
 export function canonicalJson(value: unknown): string {
-  return write(value) ?? (undefined as unknown as string);
+  return write(value) as string;
 }
 
 /** The text of `value`, or undefined where JSON.stringify leaves the value out (undefined, a function, a symbol). */

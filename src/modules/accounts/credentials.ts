@@ -1,5 +1,6 @@
 // Credential material: generation, hashing and constant-time comparison. No I/O.
-import { hash, randomBytes, randomInt, timingSafeEqual } from 'node:crypto';
+import { randomBytes, randomInt, timingSafeEqual } from 'node:crypto';
+import { sha256 } from '../../lib/canonical-json.js';
 
 const BASE62 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
 const SECRET_ID_PATTERN = /^AKID[A-Za-z0-9]{32}$/;
@@ -36,7 +37,7 @@ export function issueCredential(): IssuedCredential {
 
 /** SHA-256 of the key's UTF-8 bytes, one-shot: every authenticated request hashes the key it presents. */
 export function hashSecretKey(secretKey: string): Buffer {
-  return hash('sha256', secretKey, 'buffer');
+  return sha256(secretKey);
 }
 
 /** Compares by hash, in constant time: the stored hash never meets the plain key byte by byte. */
