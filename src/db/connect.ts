@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { Kysely, PostgresDialect, type Transaction } from 'kysely';
 import pg from 'pg';
 import type { PoolStats } from '../lib/metrics-registry.js';
+import { parseJson } from '../lib/parse-json.js';
 import { type FairCheckouts, defaultPoolPerAccount, fairCheckouts } from './fair-pool.js';
 import { guardedPool } from './guarded-pool.js';
 import { type Listen, listenOnDedicatedClient, listenOnSinglePool } from './notifications.js';
@@ -72,9 +73,13 @@ export interface DatabaseHandle {
 
 // int8 columns hold counters and seq numbers far below 2^53: numbers are what the API exposes.
 const INT8_OID = 20;
+// json and jsonb arrive as text: parsed by parseJson, not pg's bare JSON.parse (lib/parse-json.ts).
+const JSON_OID = 114;
+const JSONB_OID = 3802;
 const types = {
   getTypeParser(oid: number, format?: 'text' | 'binary') {
     if (oid === INT8_OID && format !== 'binary') return (value: string) => Number(value);
+    if ((oid === JSON_OID || oid === JSONB_OID) && format !== 'binary') return parseJson;
     return pg.types.getTypeParser(oid, format);
   },
 } as pg.CustomTypesConfig;

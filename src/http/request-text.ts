@@ -10,8 +10,9 @@
 //   that without a word. Only the raw text still has the digits, so the check reads it.
 //   A number written with a fraction or an exponent (`1e21`, `0.1`) is a floating-point value by
 //   its own spelling and is taken as the nearest double.
-import type { FastifyInstance } from 'fastify';
+import { type FastifyInstance, type FastifyRequest, errorCodes } from 'fastify';
 import { AppError, invalidParameter } from '../errors.js';
+import { writesKeyWithBackslash, hasKeyWithBackslash, hasPrototypeKey, readJson } from '../lib/parse-json.js';
 
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
@@ -162,11 +163,43 @@ function fieldName(path: (string | number)[], root: string): string {
  */
 const bodiesWithoutEscapes = new WeakSet<object>();
 
+type ParseDone = (error: Error | null, value?: unknown) => void;
+
+/**
+ * Fastify's own JSON body parser (prototype poisoning refused, its empty and invalid JSON errors),
+ * guarded against V8's JSON.parse key bug as lib/parse-json.ts's parseJson is: a text that could
+ * teach JSON.parse a wrong key is read by readJson instead, with the same refusals.
+ */
+export function guardedJsonBodyParser(scope: FastifyInstance): (request: FastifyRequest, text: string, done: ParseDone) => void {
+  const fastifyParser = scope.getDefaultJsonParser('error', 'error');
+  return (request, text, done) => {
+    if (!writesKeyWithBackslash(text)) {
+      fastifyParser(request, text, (error: Error | null, value?: unknown) => {
+        if (error || !text.includes('\\') || !hasKeyWithBackslash(value)) done(error, value);
+        else readGuarded(text, done);
+      });
+      return;
+    }
+    readGuarded(text, done);
+  };
+}
+
+function readGuarded(text: string, done: ParseDone): void {
+  let value: unknown;
+  try {
+    value = readJson(text);
+  } catch {
+    done(new errorCodes.FST_ERR_CTP_INVALID_JSON_BODY(), undefined);
+    return;
+  }
+  if (hasPrototypeKey(value)) done(new errorCodes.FST_ERR_CTP_INVALID_JSON_BODY(), undefined);
+  else done(null, value);
+}
+
 /** A strict UTF-8 JSON body parser, and the check of body, query and path parameters before validation. */
 export function registerRequestTextRules(app: FastifyInstance): void {
-  // Fastify's own parser (prototype poisoning refused, its empty/invalid JSON errors), fed only
-  // bodies that are valid UTF-8.
-  const parseJson = app.getDefaultJsonParser('error', 'error');
+  // Fed only bodies that are valid UTF-8.
+  const parseJson = guardedJsonBodyParser(app);
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
     const charsetError = unsupportedCharset(request.headers['content-type']);
     if (charsetError) {

@@ -10,6 +10,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { AppError } from '../errors.js';
 import { canonicalJson, sha256 } from './canonical-json.js';
+import { parseJson } from './parse-json.js';
 
 type Position = (string | number)[];
 
@@ -49,7 +50,7 @@ export class PageTokens {
   decode<const K extends readonly CursorKind[]>(token: string, query: TokenQuery, kinds: K): Cursor<K> {
     let body: TokenBody;
     try {
-      body = JSON.parse(Buffer.from(token, 'base64url').toString('utf8')) as TokenBody;
+      body = parseJson(Buffer.from(token, 'base64url').toString('utf8')) as TokenBody;
     } catch {
       throw invalidToken('it is not a token this service issued');
     }

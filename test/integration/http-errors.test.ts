@@ -121,6 +121,11 @@ describe('HTTP errors on a request body', () => {
   it('answers a __proto__ key with 400 InvalidParameter', async () => {
     await postSpaceRaw(t, '{"name":"x","__proto__":{"admin":true}}', JSON_TYPE, { status: 400, code: 'InvalidParameter' });
     await postSpaceRaw(t, '{"name":"x","constructor":{"prototype":{"admin":true}}}', JSON_TYPE, { status: 400, code: 'InvalidParameter' });
+    // A body with a key holding a backslash is read by readJson, not JSON.parse (lib/parse-json.ts):
+    // the same refusals, and the same 400 for text that is not JSON.
+    await postSpaceRaw(t, '{"name":"x","labels":{"a\\\\b":"1"},"__proto__":{"admin":true}}', JSON_TYPE, { status: 400, code: 'InvalidParameter' });
+    await postSpaceRaw(t, '{"name":"x","x\\\\":{"constructor":{"prototype":{"admin":true}}}}', JSON_TYPE, { status: 400, code: 'InvalidParameter' });
+    await postSpaceRaw(t, '{"name":"x","\\\\":1,}', JSON_TYPE, { status: 400, code: 'InvalidParameter' });
     expect(({} as Record<string, unknown>).admin).toBeUndefined();
   });
 

@@ -24,6 +24,7 @@ import type { DB } from '../../db/schema.js';
 import { AppError, invalidParameter } from '../../errors.js';
 import { type IfMatch, assertIfMatch } from '../../lib/preconditions.js';
 import { compactJsonLength } from '../../lib/json-measure.js';
+import { parseJson } from '../../lib/parse-json.js';
 import {
   type SessionView,
   type SessionJsonRow,
@@ -98,7 +99,7 @@ function contextOf(session: SessionJsonRow, candidates: Candidates, budget: Cont
   texts.reverse();
   sizes.reverse();
   const window = selectWindowRange(events, { ...budget, windowStartSeq: session.window_start_seq }, sizes);
-  const chosen = window.truncateNewest ? [JSON.stringify(truncateText(JSON.parse(texts.at(-1)!) as WindowEvent, budget.maxChars))] : texts.slice(window.from);
+  const chosen = window.truncateNewest ? [JSON.stringify(truncateText(parseJson(texts.at(-1)!) as WindowEvent, budget.maxChars))] : texts.slice(window.from);
   const windowJson = `{"startSeq":${window.startSeq},"endSeq":${window.endSeq},"omittedEvents":${window.omittedEvents}}`;
   return {
     json: `{"session":${session.session_json},"memo":${session.memo_json ?? 'null'},"events":[${chosen.join(',')}],"window":${windowJson}}`,
@@ -121,7 +122,7 @@ const newCandidates = (): Candidates => ({ events: [], texts: [], sizes: [], cha
 
 function addCandidate(candidates: Candidates, event: EventJsonRow): void {
   const size = compactJsonLength(event.json);
-  const parts = event.window_parts === null ? undefined : (JSON.parse(event.window_parts) as WindowPart[]);
+  const parts = event.window_parts === null ? undefined : (parseJson(event.window_parts) as WindowPart[]);
   candidates.events.push(parts ? { seq: event.seq, content: { parts } } : { seq: event.seq });
   candidates.texts.push(event.json);
   candidates.sizes.push(size);

@@ -4,6 +4,7 @@
 // they are stored, so the merged view a session read shows is a plain union. Pure: no I/O, inputs
 // are never mutated.
 import type { JsonObject } from '../../db/schema.js';
+import { parseJson } from '../../lib/parse-json.js';
 import { type StateDeltaMode, applyStateDelta } from './state-delta.js';
 
 export const STORED_SCOPES = ['session', 'user', 'app'] as const;
@@ -105,7 +106,7 @@ export function mergedStateView(states: ScopedStates): JsonObject {
 export function mergedStateText(session: string, user: string, app: string): string {
   const mayHoldStrayKeys = session.includes(`"${USER_PREFIX}`) || session.includes(`"${APP_PREFIX}`) || session.includes(`"${TEMP_PREFIX}`);
   if (user === '{}' && app === '{}' && !mayHoldStrayKeys) return session;
-  return JSON.stringify(mergedStateView({ session: JSON.parse(session) as JsonObject, user: JSON.parse(user) as JsonObject, app: JSON.parse(app) as JsonObject }));
+  return JSON.stringify(mergedStateView({ session: parseJson(session) as JsonObject, user: parseJson(user) as JsonObject, app: parseJson(app) as JsonObject }));
 }
 
 function isEmpty(object: JsonObject): boolean {

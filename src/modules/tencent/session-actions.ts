@@ -2,6 +2,7 @@
 // service behind the ags models.
 import { z } from 'zod';
 import { AppError } from '../../errors.js';
+import { parseJson } from '../../lib/parse-json.js';
 import { Identifier, SpaceId } from '../../http/schemas.js';
 import {
   maySeeSessionContents,
@@ -80,7 +81,7 @@ export const describeSessionAction = defineAction({
   async run({ db, principal }, input) {
     const key = { accountId: principal.accountId, spaceId: input.SpaceId, userId: input.UserId, sessionId: input.SessionId };
     const { json } = await describeSession(db, key);
-    return { Session: toSessionInfo(JSON.parse(json) as SessionView) };
+    return { Session: toSessionInfo(parseJson(json) as SessionView) };
   },
 });
 

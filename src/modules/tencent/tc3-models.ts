@@ -4,6 +4,7 @@
 // rules apply underneath (tc3-validation.ts, stage 2).
 import { z } from 'zod';
 import type { JsonObject as JsonObjectValue } from '../../db/schema.js';
+import { parseJson } from '../../lib/parse-json.js';
 import { TimestampInput } from '../../http/schemas.js';
 import type { EventInputValue, EventView } from '../events/index.js';
 import type { SessionView, WrittenSessionView } from '../sessions/index.js';
@@ -15,7 +16,7 @@ export const jsonObjectString = (max?: number) => {
   return text.transform((value, ctx): JsonObjectValue => {
     let parsed: unknown;
     try {
-      parsed = JSON.parse(value);
+      parsed = parseJson(value);
     } catch {
       ctx.addIssue({ code: 'custom', message: 'must be a JSON string holding a JSON object, e.g. "{\\"k\\":1}"' });
       return z.NEVER;

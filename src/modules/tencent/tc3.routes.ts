@@ -7,7 +7,7 @@ import { isDatabaseUnavailable } from '../../db/errors.js';
 import { AppError } from '../../errors.js';
 import { authorize } from '../../http/authorization.js';
 import { type RateLimitCounters, registerRateLimit } from '../../http/rate-limit.js';
-import { findInexactInteger, findUnstorableText, unsupportedCharset } from '../../http/request-text.js';
+import { findInexactInteger, findUnstorableText, guardedJsonBodyParser, unsupportedCharset } from '../../http/request-text.js';
 import type { AppDeps, ZodApp } from '../../http/zod-app.js';
 import type { AppendDeps } from '../events/index.js';
 import type { Principal } from '../../lib/principal.js';
@@ -49,7 +49,7 @@ export async function tencentApiRoutes(scope: ZodApp, deps: AppDeps & AppendDeps
 
   // The same strict UTF-8 JSON as the REST API (http/request-text.ts), keeping the raw bytes.
   scope.removeAllContentTypeParsers();
-  const parseJson = scope.getDefaultJsonParser('error', 'error');
+  const parseJson = guardedJsonBodyParser(scope);
   scope.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
     request.tc3RawBody = body as Buffer;
     const charsetError = unsupportedCharset(request.headers['content-type']);
