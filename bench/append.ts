@@ -236,7 +236,7 @@ async function main(): Promise<void> {
         const windowEnd = process.hrtime.bigint() / 1000n;
         const used = await meter(result.count);
         const perCall = countsBefore ? appendsPerCall(countsBefore, await batchCounts(), result.count) : undefined;
-        if (process.env.BENCH_CPU_PROF && run === 'single') console.log(`round ${round}: single-event HTTP run between ${windowStart} and ${windowEnd} µs (monotonic)`);
+        if (process.env.BENCH_CPU_PROF && (run === 'single' || run === 'batch')) console.log(`round ${round}: ${RUNS[run]} run between ${windowStart} and ${windowEnd} µs (monotonic), ${result.count} requests`);
         if (result.failed > 0) console.log(`round ${round}, ${RUNS[run]}: ${result.failed} failed: ${JSON.stringify(result.statuses ?? {})}`);
         results[run].push(result);
         cpu[run].push(used);

@@ -9,11 +9,13 @@
 //      round trip, on the minimal schema.
 // Each batch holds BENCH_BATCH appends (default 7, what the single-event HTTP run's batches held) of
 // distinct random sessions, one event with a one-key delta each, in session key order as the
-// service sends them; the events are built by the service's own code (prepareAppend).
+// service sends them; the events are built by the service's own code (prepareAppend). BENCH_EVENTS
+// (default 1) events per append weigh what each event of a batch request costs: the baseline then
+// inserts as many events per session.
 //
 //   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench:batch-call
 //
-// Creates and drops its own database. Environment: BENCH_BATCH, BENCH_N (timed calls of each,
+// Creates and drops its own database. Environment: BENCH_BATCH, BENCH_EVENTS, BENCH_N (timed calls of each,
 // default 2,000), BENCH_SESSIONS (default 1,000), BENCH_SYNCHRONOUS_COMMIT=off (the client's commits
 // do not wait for the WAL flush: it is the same for all three and, on a slow disk, hides the
 // difference between the calls' own work), BENCH_SETUP_SQL (run once the sessions exist, e.g.
@@ -31,6 +33,7 @@ import { MINIMAL_SCHEMA, createMinimalSchema } from './minimal-transaction.js';
 import { createBenchDatabase, timeInterleaved } from './support.js';
 
 const BATCH = Number(process.env.BENCH_BATCH ?? 7);
+const EVENTS = Number(process.env.BENCH_EVENTS ?? 1);
 const N = Number(process.env.BENCH_N ?? 2_000);
 const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 1_000);
 const SESSIONS_PER_USER = 10;
@@ -73,8 +76,11 @@ async function main(): Promise<void> {
       JSON.stringify(
         randomSessions()
           .map(({ userId, sessionId }) => {
-            const n = ++appended;
-            const body = { eventId: `e-${RUN}-${n}`, author: 'agent', content: { role: 'model', parts: [{ text: `turn ${n}: the quick brown fox` }] }, actions: { stateDelta: { counter: n } } };
+            const event = () => {
+              const n = ++appended;
+              return { eventId: `e-${RUN}-${n}`, author: 'agent', content: { role: 'model', parts: [{ text: `turn ${n}: the quick brown fox` }] }, actions: { stateDelta: { counter: n } } };
+            };
+            const body = EVENTS === 1 ? event() : { events: Array.from({ length: EVENTS }, event) };
             return { ...user(userId), sessionId, events: prepareAppend(body, limits).events.map(eventDocument) };
           })
           .sort(compareKeys), // in the order the service sends a batch
@@ -91,9 +97,10 @@ async function main(): Promise<void> {
     const minimal = async () => {
       const statements = randomSessions().map(
         ({ userId, sessionId, i }) =>
-          `WITH s AS (UPDATE ${MINIMAL_SCHEMA}.sessions SET state = state || jsonb_build_object('k', ${i}), revision = revision + 1, event_count = event_count + 1, update_time = now() ` +
+          `WITH s AS (UPDATE ${MINIMAL_SCHEMA}.sessions SET state = state || jsonb_build_object('k', ${i}), revision = revision + 1, event_count = event_count + ${EVENTS}, update_time = now() ` +
           `WHERE space_id = 'space-1' AND user_id = '${userId}' AND session_id = '${sessionId}' RETURNING space_id, user_id, session_id, event_count) ` +
-          `INSERT INTO ${MINIMAL_SCHEMA}.events SELECT space_id, user_id, session_id, event_count, gen_random_uuid()::text, 'agent', '{"role":"model","parts":[{"text":"the quick brown fox"}]}', jsonb_build_object('k', ${i}) FROM s`,
+          `INSERT INTO ${MINIMAL_SCHEMA}.events SELECT space_id, user_id, session_id, event_count - ${EVENTS} + g, gen_random_uuid()::text, 'agent', '{"role":"model","parts":[{"text":"the quick brown fox"}]}', jsonb_build_object('k', ${i}) ` +
+            `FROM s, generate_series(1, ${EVENTS}) AS g`,
       );
       await client.query(`BEGIN; ${statements.join('; ')}; COMMIT`);
     };
@@ -102,8 +109,8 @@ async function main(): Promise<void> {
     const build = await timeInterleaved(N, [async () => void batchJson()], 0);
     const [whole, batch, least] = await timeInterleaved(N, [callOf('append_events_batch_whole', 'whole'), callOf('append_events_batch', 'batch'), minimal], 100);
 
-    const stored = await handle.pool.query<{ n: string }>('SELECT sum(event_count) AS n FROM sessions');
-    console.log(`${name}: ${N} timed calls of each after 100 untimed, ${BATCH} appends per call, one client, ${SESSIONS} sessions, synchronous_commit ${(await client.query('SHOW synchronous_commit')).rows[0].synchronous_commit}`);
+    const stored = await handle.pool.query<{ n: string }>('SELECT sum(event_count) / $1 AS n FROM sessions', [EVENTS]);
+    console.log(`${name}: ${N} timed calls of each after 100 untimed, ${BATCH} appends per call of ${EVENTS} event${EVENTS === 1 ? '' : 's'} each, one client, ${SESSIONS} sessions, synchronous_commit ${(await client.query('SHOW synchronous_commit')).rows[0].synchronous_commit}`);
     console.table(
       (
         [
