@@ -1,5 +1,5 @@
-// Applies migrations/*.sql in name order. Kysely's Migrator takes a PostgreSQL advisory lock, so
-// several instances starting at once apply each migration exactly once.
+// Applies migrations/*.sql in name order, each in a transaction of its own. Kysely's Migrator takes
+// a PostgreSQL advisory lock, so several instances starting at once apply each migration exactly once.
 //
 // A committed migration is never edited (a database that ran the old text would silently keep
 // what the new text no longer does), so the SHA-256 of each applied file is recorded beside its
@@ -73,8 +73,20 @@ export async function migrateToLatest(db: Database, directory = MIGRATIONS_DIR):
     migrations.map(({ name, text }) => [name, { up: async (target: Database) => void (await sql.raw(text).execute(target)) }]),
   );
   const migrator = new Migrator({ db, provider: { getMigrations: async () => provided } });
-  const result: MigrationResultSet = await migrator.migrateToLatest();
-  if (result.error) throw result.error;
+  // One migration per transaction (migrateUp), not all pending ones in one (migrateToLatest): on
+  // Citus, DDL that a migration sends to the shards in parallel (0015's indexes) leaves the
+  // transaction unable to change a distributed function after it ("cannot run function command
+  // because there was a parallel operation on a distributed table in the transaction"), so a
+  // database two releases behind could not be brought up to date (test/citus/distribute.test.ts).
+  // Each step is still whole: the migration and its row in kysely_migration commit together.
+  const applied: string[] = [];
+  for (;;) {
+    const result: MigrationResultSet = await migrator.migrateUp();
+    if (result.error) throw result.error;
+    const done = (result.results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+    if (done.length === 0) break;
+    applied.push(...done);
+  }
   await recordChecksums(db, migrations);
-  return (result.results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+  return applied;
 }

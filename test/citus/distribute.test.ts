@@ -136,7 +136,7 @@ describe('distribute.sql on a Citus cluster', () => {
     await app.close();
   });
 
-  it('applies a later migration that changes distributed tables (0015) to a database distributed before it: every shard gets it', async () => {
+  it('applies later migrations that change distributed tables (0015) and functions (0016) to a database distributed before them: every shard and worker gets them', async () => {
     // The release before 0015: its migrations alone, then distributed as an operator does.
     const MIGRATIONS = fileURLToPath(new URL('../../migrations/', import.meta.url));
     const earlier = mkdtempSync(join(tmpdir(), 'ass-migrations-'));
@@ -163,6 +163,17 @@ describe('distribute.sql on a Citus cluster', () => {
             "USING gin (title gin_trgm_ops) WHERE (title <> ''::text)",
         ]),
       );
+      // A later change of a distributed function (0016's apply_state_deltas) reaches every worker,
+      // which runs it for the appends delegated to it.
+      expect(await migrateToLatest(handle.db)).toEqual([]);
+      const workers = await query<{ success: boolean; result: string }>(
+        nodeUrl(coordinatorPort, name),
+        `SELECT success, result FROM run_command_on_workers($command$
+           SELECT position('One step, the append of one event' IN prosrc) > 0 FROM pg_proc WHERE proname = 'apply_state_deltas'
+         $command$)`,
+      );
+      expect(workers.length).toBeGreaterThan(0);
+      expect(workers.map((worker) => `${worker.success} ${worker.result}`)).toEqual(workers.map(() => 'true t'));
     } finally {
       rmSync(earlier, { recursive: true, force: true });
     }
