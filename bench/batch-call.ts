@@ -9,7 +9,7 @@
 //      round trip, on the minimal schema.
 // Each batch holds BENCH_BATCH appends (default 7, what the single-event HTTP run's batches held) of
 // distinct random sessions, one event with a one-key delta each, in session key order as the
-// service sends them; the events are built by the service's own code (prepareAppend). BENCH_EVENTS
+// service sends them; the events are built by the service's own code (prepareAppend, foldedDocuments). BENCH_EVENTS
 // (default 1) events per append weigh what each event of a batch request costs: the baseline then
 // inserts as many events per session.
 //
@@ -27,7 +27,7 @@ import { openDatabase } from '../src/db/connect.js';
 import { migrateToLatest } from '../src/db/migrate.js';
 import { createAccount } from '../src/modules/accounts/accounts.service.js';
 import { compareKeys } from '../src/modules/events/append-batcher.js';
-import { eventDocument, prepareAppend } from '../src/modules/events/append-plan.js';
+import { eventDocument, foldedDocuments, prepareAppend } from '../src/modules/events/append-plan.js';
 import { createSession } from '../src/modules/sessions/sessions.service.js';
 import { MINIMAL_SCHEMA, createMinimalSchema } from './minimal-transaction.js';
 import { createBenchDatabase, timeInterleaved } from './support.js';
@@ -81,7 +81,7 @@ async function main(): Promise<void> {
               return { eventId: `e-${RUN}-${n}`, author: 'agent', content: { role: 'model', parts: [{ text: `turn ${n}: the quick brown fox` }] }, actions: { stateDelta: { counter: n } } };
             };
             const body = EVENTS === 1 ? event() : { events: Array.from({ length: EVENTS }, event) };
-            return { ...user(userId), sessionId, events: prepareAppend(body, limits).events.map(eventDocument) };
+            return { ...user(userId), sessionId, events: foldedDocuments(prepareAppend(body, limits).events.map(eventDocument)) };
           })
           .sort(compareKeys), // in the order the service sends a batch
       );

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { JsonObject } from '../../src/db/schema.js';
-import { insertSession } from '../support/fixtures.js';
+import { applyScopedDelta, mergedStateView } from '../../src/modules/state/index.js';
+import { insertSession, insertSpace } from '../support/fixtures.js';
 import { APPEND_MODES } from '../support/append-modes.js';
 import { createTestApp, type TestApp } from '../support/test-app.js';
 
@@ -143,6 +144,38 @@ describe.each(APPEND_MODES)('$name', (mode) => {
       ]);
       expect(body.session).toMatchObject({ eventCount: 3, revision: before.session.revision + 1, state: { n: 3, list: [1] } });
       expect((await snapshot(sessionId)).events.map((e) => e.seq)).toEqual([1, 2, 3]);
+    });
+
+    it("gives a batch's session, user: and app: state what its deltas give one after the other, folded into one step or not", async () => {
+      // foldedDocuments (append-plan.ts) sends the deltas of a batch as one merge-patch step where
+      // that gives the same state; these batches fold (first two) and do not (last two).
+      const u = `user:k-${randomUUID()}`;
+      const p = `app:k-${randomUUID()}`;
+      type Step = { stateDelta: JsonObject; stateDeltaMode?: 'merge-patch' | 'replace' };
+      const batches: Step[][] = [
+        [{ stateDelta: { a: 1, [u]: 1 } }, { stateDelta: { a: 2, b: 'x', [u]: null, [p]: [1] } }, { stateDelta: { b: null, c: true, [p]: 'y' } }],
+        [{ stateDelta: { a: 1, keep: 0 }, stateDeltaMode: 'replace' }, { stateDelta: { a: null, [u]: 2 } }, { stateDelta: { a: 3, [u]: 'z' }, stateDeltaMode: 'replace' }],
+        [{ stateDelta: { a: { x: 1 }, [u]: { x: 1 } } }, { stateDelta: { a: { y: 2 }, [u]: { y: null } } }],
+        [{ stateDelta: { a: 1, [p]: 1 } }, { stateDelta: { a: null, [p]: null }, stateDeltaMode: 'replace' }],
+      ];
+      // A space and user of its own: the user: and app: keys written here stay out of the other tests' states.
+      const spaceId = await insertSpace(t.db, t.account.accountId);
+      for (const steps of batches) {
+        const initial = { a: 0, b: 'old', keep: 1 };
+        const sessionId = `s-${randomUUID()}`;
+        await insertSession(t.db, { accountId: t.account.accountId, spaceId, userId: 'fold-user', sessionId }, { state: initial });
+        const url = `/v1/spaces/${spaceId}/users/fold-user/sessions/${sessionId}`;
+        const post = (payload: object) => t.request({ method: 'POST', url: `${url}/events`, payload });
+        const shared = (await post({ author: 'agent', actions: { stateDelta: { [u]: 'before', [p]: 'before' } } })).json().session.state;
+        const res = await post({ events: steps.map((actions) => ({ author: 'agent', actions })) });
+        expect(res.statusCode, res.body).toBe(201);
+        const start = { session: initial as JsonObject, user: { [u]: shared[u] }, app: { [p]: shared[p] } };
+        const expected = mergedStateView(steps.reduce((states, step) => applyScopedDelta(states, step.stateDelta, step.stateDeltaMode), start));
+        const state = res.json().session.state as JsonObject;
+        const ours = (view: JsonObject) => Object.fromEntries(Object.entries(view).filter(([key]) => !key.includes(':') || key === u || key === p));
+        expect(ours(state)).toEqual(ours(expected));
+        expect(ours((await t.request({ method: 'GET', url })).json().state)).toEqual(ours(expected));
+      }
     });
 
     it('applies a replace-mode delta: top-level keys replaced whole, null stored as a value', async () => {

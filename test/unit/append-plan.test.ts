@@ -1,8 +1,10 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_LIMITS } from '../../src/config.js';
-import type { EventRow } from '../../src/db/schema.js';
+import type { EventRow, JsonValue } from '../../src/db/schema.js';
 import { canonicalJson, sha256 } from '../../src/lib/canonical-json.js';
-import { eventDocument, planReplays, prepareAppend, writtenEventRow } from '../../src/modules/events/append-plan.js';
+import { eventDocument, foldedDocuments, planReplays, prepareAppend, writtenEventRow } from '../../src/modules/events/append-plan.js';
+import { STORED_SCOPES, type StateDeltaMode, applyStateDelta } from '../../src/modules/state/index.js';
 import { thrownAppError } from '../support/app-error.js';
 
 const limits = { ...DEFAULT_LIMITS, stateDeltaBytes: 100, stateDeltaDepth: 3, eventBytes: 2048 };
@@ -96,5 +98,53 @@ describe('planReplays', () => {
   it('is a 409 when the same eventId comes twice in one request with different payloads', () => {
     const { events } = prepareAppend({ events: [{ eventId: 'x', author: 'a' }, { eventId: 'x', author: 'b' }] }, limits);
     expect(errorOf(() => planReplays(events, new Map())).code).toBe('InvalidParameter.EventIdDuplicate');
+  });
+});
+
+describe('foldedDocuments', () => {
+  // Keys shared between steps, so that later steps overwrite, remove and set again; values of every
+  // kind, objects included (which keep a scope from folding).
+  const key = fc.constantFrom('a', 'b', 'c', 'user:u', 'app:p', 'temp:t', '10'); // no __proto__: bodies with one are refused (http-errors.test.ts)
+  const value: fc.Arbitrary<JsonValue> = fc.oneof(
+    { weight: 4, arbitrary: fc.oneof(fc.integer(), fc.string({ maxLength: 3 }), fc.boolean(), fc.constant(null)) },
+    { weight: 1, arbitrary: fc.array(fc.integer(), { maxLength: 2 }) },
+    { weight: 1, arbitrary: fc.dictionary(fc.constantFrom('x', 'y'), fc.oneof(fc.integer(), fc.constant(null)), { maxKeys: 2 }) },
+  );
+  const stepOf = fc.record({ delta: fc.dictionary(key, value, { maxKeys: 3 }), mode: fc.constantFrom('merge-patch', 'replace') as fc.Arbitrary<StateDeltaMode> });
+  const stateOf = fc.dictionary(fc.constantFrom('a', 'b', 'c', 'd'), value, { maxKeys: 4 });
+
+  it("gives each scope the state its steps give in order, and keeps every event's own delta", () => {
+    let foldedScopes = 0;
+    fc.assert(
+      fc.property(fc.array(stepOf, { minLength: 1, maxLength: 6 }), stateOf, stateOf, stateOf, (steps, session, user, app) => {
+        const events = prepareAppend({ events: steps.map(({ delta, mode }) => ({ author: 'agent', actions: { stateDelta: delta, stateDeltaMode: mode } })) }, DEFAULT_LIMITS).events;
+        const documents = events.map(eventDocument);
+        const folded = foldedDocuments(documents);
+        const start = { session, user, app };
+        for (const scope of STORED_SCOPES) {
+          const merge = (docs: typeof documents) =>
+            docs.reduce((state, document) => (document[scope] ? applyStateDelta(state, document[scope].delta, document[scope].mode) : state), start[scope]);
+          expect(merge(folded)).toEqual(merge(documents));
+          const carriers = folded.filter((document) => document[scope] !== undefined).length;
+          if (carriers === 1 && documents.filter((document) => document[scope] !== undefined).length > 1) foldedScopes++;
+        }
+        // What is stored of each event is untouched.
+        expect(folded.map(({ session: _s, user: _u, app: _a, ...stored }) => stored)).toEqual(documents.map(({ session: _s, user: _u, app: _a, ...stored }) => stored));
+      }),
+      { numRuns: 2_000 },
+    );
+    expect(foldedScopes).toBeGreaterThan(200); // the property saw folds, not only the cases left alone
+  });
+
+  it('folds ten one-key deltas into the last event, and leaves steps it cannot fold as they are', () => {
+    const documents = prepareAppend({ events: Array.from({ length: 10 }, (_, n) => ({ author: 'agent', actions: { stateDelta: { counter: n, [`k${n % 2}`]: n } } })) }, DEFAULT_LIMITS).events.map(eventDocument);
+    const folded = foldedDocuments(documents);
+    expect(folded.map((document) => document.session)).toEqual([...Array(9).fill(undefined), { delta: { counter: 9, k1: 9, k0: 8 }, mode: 'merge-patch' }]);
+    expect(documents[0]!.session).toEqual({ delta: { counter: 0, k0: 0 }, mode: 'merge-patch' }); // the input is not changed
+
+    const nested = prepareAppend({ events: [{ author: 'a', actions: { stateDelta: { a: { x: 1 } } } }, { author: 'a', actions: { stateDelta: { b: 1 } } }] }, DEFAULT_LIMITS).events.map(eventDocument);
+    expect(foldedDocuments(nested)).toBe(nested);
+    const storedNull = prepareAppend({ events: [{ author: 'a', actions: { stateDelta: { a: 1 } } }, { author: 'a', actions: { stateDelta: { a: null }, stateDeltaMode: 'replace' as const } }] }, DEFAULT_LIMITS).events.map(eventDocument);
+    expect(foldedDocuments(storedNull)).toBe(storedNull);
   });
 });

@@ -18,7 +18,7 @@ import { AppError } from '../../errors.js';
 import type { IfMatch } from '../../lib/preconditions.js';
 import { type SessionViewWith, sessionNotFound, sessionViewWith } from '../sessions/index.js';
 import { type StoredScope, lockSharedStates, mergedStateText, mergedStateView } from '../state/index.js';
-import { type EventDocument, type PreparedEvent, eventDocument, planReplays, prepareAppend, writtenEventRow } from './append-plan.js';
+import { type EventDocument, type PreparedEvent, eventDocument, foldedDocuments, planReplays, prepareAppend, writtenEventRow } from './append-plan.js';
 import type { AppendBatcher } from './append-batcher.js';
 import { type AppendedSession, StoredEventIdError, appendInDatabase } from './append.repository.js';
 import { type EventView, toEventView } from './event.model.js';
@@ -94,11 +94,12 @@ async function appendNew(
   ifMatch: IfMatch,
 ): Promise<AppendEventsResult> {
   const documents = events.map(eventDocument);
+  const sent = foldedDocuments(documents);
   const deltaBytes = events.reduce((sum, event) => sum + event.deltaBytes, 0);
   const send = () =>
     batcher
-      ? batcher.append(key, documents, revisionsOf(ifMatch), deltaBytes)
-      : appendInDatabase(db, key, documents, revisionsOf(ifMatch), limits.stateBytes);
+      ? batcher.append(key, sent, revisionsOf(ifMatch), deltaBytes)
+      : appendInDatabase(db, key, sent, revisionsOf(ifMatch), limits.stateBytes);
   let session = await send();
   // The session was not found. On Citus that can be a shard split just committed: for a moment the
   // account's new shard is routed to before its copied rows are visible (test/citus/tenant-move.test.ts
@@ -137,7 +138,7 @@ async function appendUnderLock(
       return { replayOnly: true, writtenCount: 0, stateBytes: {}, deltaBytes: 0, events: answers, session: sessionViewWith(key, locked, undefined), stateJson };
     }
     const documents = plan.fresh.map(eventDocument);
-    const session = await appendInDatabase(trx, key, documents, revisionsOf(ifMatch), limits.stateBytes);
+    const session = await appendInDatabase(trx, key, foldedDocuments(documents), revisionsOf(ifMatch), limits.stateBytes);
     if (!session) throw new AppError('InternalError', 'The session vanished while it was locked.');
     const written = writtenViews(documents, session);
     const answers = plan.answers.map((answer) => ('stored' in answer ? toEventView(answer.stored) : written(answer.fresh)));
