@@ -12,7 +12,7 @@
 //   its own spelling and is taken as the nearest double.
 import { type FastifyInstance, type FastifyRequest, errorCodes } from 'fastify';
 import { AppError, invalidParameter } from '../errors.js';
-import { writesKeyWithBackslash, hasKeyWithBackslash, hasPrototypeKey, readJson } from '../lib/parse-json.js';
+import { closingQuote, hasPrototypeKey, mayHaveBeenReadWrong, readJson, writesKeyWithBackslash } from '../lib/parse-json.js';
 
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
@@ -106,7 +106,7 @@ export function findInexactInteger(text: string, root = 'body'): AppError | unde
     const char = text[at]!;
     if (char === '"') {
       const at0 = at;
-      const end = stringEnd(text, at);
+      const end = closingQuote(text, at + 1);
       at = end + 1;
       while (at < text.length && ' \t\n\r'.includes(text[at]!)) at++;
       // A string followed by `:` is an object's key: the path moves to it.
@@ -136,18 +136,6 @@ export function findInexactInteger(text: string, root = 'body'): AppError | unde
   return undefined;
 }
 
-/** The index of the quote that closes the string opening at `start`. */
-function stringEnd(text: string, start: number): number {
-  let at = start + 1;
-  for (;;) {
-    const quote = text.indexOf('"', at);
-    let backslashes = 0;
-    while (text[quote - 1 - backslashes] === '\\') backslashes++;
-    if (backslashes % 2 === 0) return quote;
-    at = quote + 1;
-  }
-}
-
 function fieldName(path: (string | number)[], root: string): string {
   let name = '';
   for (const key of path) name += typeof key === 'number' ? `[${key}]` : name ? `.${key}` : key;
@@ -175,7 +163,7 @@ export function guardedJsonBodyParser(scope: FastifyInstance): (request: Fastify
   return (request, text, done) => {
     if (!writesKeyWithBackslash(text)) {
       fastifyParser(request, text, (error: Error | null, value?: unknown) => {
-        if (error || !text.includes('\\') || !hasKeyWithBackslash(value)) done(error, value);
+        if (error || !mayHaveBeenReadWrong(text, value)) done(error, value);
         else readGuarded(text, done);
       });
       return;

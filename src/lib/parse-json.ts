@@ -24,13 +24,23 @@
 export function parseJson(text: string): unknown {
   if (writesKeyWithBackslash(text)) return readJson(text);
   const value: unknown = JSON.parse(text);
-  return text.includes('\\') && hasKeyWithBackslash(value) ? readJson(text) : value;
+  return mayHaveBeenReadWrong(text, value) ? readJson(text) : value;
+}
+
+/**
+ * Whether JSON.parse's answer `value` for `text`, a text whose keys hold no backslash
+ * (writesKeyWithBackslash), may hold a key it was taught elsewhere: a key with a backslash, which
+ * the text cannot have written. Such a text is read again by readJson.
+ */
+export function mayHaveBeenReadWrong(text: string, value: unknown): boolean {
+  return text.includes('\\') && hasKeyWithBackslash(value);
 }
 
 // A backslash character written in JSON text: `\\` or `\u005c`. Both start with a backslash, so in
 // a run of backslashes the leftmost match is where an escape starts.
 const WRITTEN_BACKSLASH = /\\\\|\\u005[cC]/g;
-const SPACE_AFTER = /[ \t\n\r]*/y;
+// JSON's whitespace, sticky: read from lastIndex on (here and in readJson).
+const WHITESPACE = /[ \t\n\r]*/y;
 
 /**
  * Whether an object key of the JSON text `text` holds a backslash: only such a key can teach
@@ -46,15 +56,18 @@ export function writesKeyWithBackslash(text: string): boolean {
     if (match === null) return false;
     const quote = closingQuote(text, match.index + match[0].length);
     if (quote < 0) return false;
-    SPACE_AFTER.lastIndex = quote + 1;
-    SPACE_AFTER.test(text);
-    if (text[SPACE_AFTER.lastIndex] === ':') return true;
-    WRITTEN_BACKSLASH.lastIndex = SPACE_AFTER.lastIndex;
+    WHITESPACE.lastIndex = quote + 1;
+    WHITESPACE.test(text);
+    if (text[WHITESPACE.lastIndex] === ':') return true;
+    WRITTEN_BACKSLASH.lastIndex = WHITESPACE.lastIndex;
   }
 }
 
-/** The index of the quote that ends the string `from` is inside of (`from` after an escape's end), or -1. */
-function closingQuote(text: string, from: number): number {
+/**
+ * The index of the quote that ends the string `from` is inside of, or -1: `from` is just past the
+ * opening quote or past an escape's end, since the quote's escaping is told by the backslashes before it.
+ */
+export function closingQuote(text: string, from: number): number {
   for (let at = from; ; ) {
     const quote = text.indexOf('"', at);
     if (quote < 0) return -1;
@@ -84,7 +97,6 @@ export function hasKeyWithBackslash(value: unknown): boolean {
   return false;
 }
 
-const WHITESPACE = /[ \t\n\r]*/y;
 const NUMBER = /-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?/y;
 // Raw control characters end a run too: JSON refuses them inside strings.
 // eslint-disable-next-line no-control-regex
