@@ -19,8 +19,11 @@
 // default 2,000), BENCH_SESSIONS (default 1,000), BENCH_SYNCHRONOUS_COMMIT=off (the client's commits
 // do not wait for the WAL flush: it is the same for all three and, on a slow disk, hides the
 // difference between the calls' own work), BENCH_SETUP_SQL (run once the sessions exist, e.g.
-// `DROP INDEX sessions_title_trgm`, to weigh what an index or a constraint costs the call).
+// `DROP INDEX sessions_title_trgm`, to weigh what an index or a constraint costs the call),
+// BENCH_SETUP_FILE (a file of SQL run after it as one query string, then `VACUUM FULL sessions`:
+// a schema change with function bodies, such as a replaced append_events_batch_whole()).
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import pg from 'pg';
 import { loadConfig } from '../src/config.js';
 import { openDatabase } from '../src/db/connect.js';
@@ -67,6 +70,13 @@ async function main(): Promise<void> {
     // BENCH_SETUP_SQL runs after the sessions exist, one statement at a time (VACUUM cannot run in
     // a transaction): weigh an index or a constraint by dropping it.
     for (const statement of (process.env.BENCH_SETUP_SQL ?? '').split(';').filter((text) => text.trim())) await handle.pool.query(statement);
+    // BENCH_SETUP_FILE runs after it as one query string, so that it may hold function bodies (a
+    // changed append function, a trigger): what a schema change would cost, tried before it is
+    // written as a migration. Then the sessions are rewritten, so that a fillfactor it set holds.
+    if (process.env.BENCH_SETUP_FILE) {
+      await handle.pool.query(readFileSync(process.env.BENCH_SETUP_FILE, 'utf8'));
+      await handle.pool.query('VACUUM FULL sessions');
+    }
     await handle.pool.query('VACUUM ANALYZE');
     await client.connect();
     if (process.env.BENCH_SYNCHRONOUS_COMMIT === 'off') await client.query('SET synchronous_commit = off');
