@@ -111,6 +111,8 @@ const environmentSchema = z.object({
   HTTP_REQUEST_TIMEOUT_MS: int(100, 30_000),
   HTTP_KEEP_ALIVE_TIMEOUT_MS: int(100, 5_000),
   SWEEP_INTERVAL_MS: int(0, 60_000),
+  // The embedded database's autovacuum (src/db/embedded-vacuum.ts): pause between its runs; 0: never.
+  EMBEDDED_VACUUM_INTERVAL_MS: int(0, 60_000),
   // How often the event streams' feed reads the event counts of sessions with open streams; 0: never
   // (streams then see appends through other instances on their heartbeat only).
   EVENT_STREAM_POLL_MS: int(0, 250),
@@ -192,6 +194,8 @@ export interface Config {
   limits: Limits;
   /** The expired-session sweeper; intervalMs 0 turns it off on this instance. */
   sweeper: { intervalMs: number; batchSize: number };
+  /** Pause between the embedded database's vacuum runs (PGlite only); 0 turns them off. */
+  embeddedVacuumIntervalMs: number;
   /** EVENT_STREAM_POLL_MS: the event streams' poll interval (src/db/event-feed.ts). */
   eventStreamPollMs: number;
   /** Most credentials the verified-credential cache holds; 0 turns the cache off. */
@@ -279,6 +283,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     tencentApiPath: e.TENCENT_API_PATH,
     limits: limitsFrom(e),
     sweeper: { intervalMs: e.SWEEP_INTERVAL_MS, batchSize: e.SWEEP_BATCH_SIZE },
+    embeddedVacuumIntervalMs: e.EMBEDDED_VACUUM_INTERVAL_MS,
     eventStreamPollMs: e.EVENT_STREAM_POLL_MS,
     credentialCacheSize: e.CREDENTIAL_CACHE_SIZE,
     redis: e.REDIS_URL ? { url: e.REDIS_URL, keyPrefix: e.REDIS_KEY_PREFIX } : undefined,

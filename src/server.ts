@@ -7,6 +7,7 @@ import closeWithGrace from 'close-with-grace';
 import { buildApp } from './app.js';
 import { type Config, loadConfig } from './config.js';
 import { openDatabase } from './db/connect.js';
+import { type EmbeddedVacuum, startEmbeddedVacuum } from './db/embedded-vacuum.js';
 import { migrateToLatest } from './db/migrate.js';
 import { databaseTargets, type DatabaseTarget, describeDatabaseFailure } from './db/unreachable-database.js';
 import { type DataDirLock, lockDataDir } from './lib/data-dir-lock.js';
@@ -57,6 +58,10 @@ async function main(): Promise<void> {
   const sweeper: ExpirySweeper | undefined =
     config.sweeper.intervalMs > 0 ? startExpirySweeper(database.db, { ...config.sweeper, logger }) : undefined;
 
+  // PGlite has no autovacuum of its own: the embedded server does its work.
+  const embeddedVacuum: EmbeddedVacuum | undefined =
+    database.kind === 'pglite' && config.embeddedVacuumIntervalMs > 0 ? startEmbeddedVacuum(database.db, { intervalMs: config.embeddedVacuumIntervalMs, logger }) : undefined;
+
   // Listens for credential changes on its own connection; closed with the app.
   const credentialCache = config.credentialCacheSize > 0 ? startCredentialCache(database.listen, { maxEntries: config.credentialCacheSize, logger }) : undefined;
   const rateLimitRedis = config.redis ? connectRateLimitRedis(config.redis.url, config.redis.keyPrefix, logger) : undefined;
@@ -85,6 +90,7 @@ async function main(): Promise<void> {
     const closeIdle = setInterval(() => app.server.closeIdleConnections(), 50);
     await app.close().finally(() => clearInterval(closeIdle)); // closes the credential cache's listener too
     await sweeper?.stop(); // waits for a sweep in flight, which needs the database
+    await embeddedVacuum?.stop(); // likewise
     // How many connections the pool ends here (each with a Terminate message, not a cut socket).
     const closedConnections = database.pool.totalCount;
     await database.close();
@@ -99,6 +105,7 @@ async function main(): Promise<void> {
     // Closes what started (the database first of all: an embedded PGlite keeps its files consistent).
     await app.close();
     await sweeper?.stop();
+    await embeddedVacuum?.stop();
     await database.close();
     await lock?.release();
     throw new StartupFailure(reason);

@@ -27,6 +27,7 @@ describe('loadConfig', () => {
       rootApiKey: undefined,
       limits: DEFAULT_LIMITS,
       sweeper: { intervalMs: 60_000, batchSize: 500 },
+      embeddedVacuumIntervalMs: 60_000,
       eventStreamPollMs: 250,
       credentialCacheSize: 10_000,
     });
@@ -116,6 +117,7 @@ describe('loadConfig', () => {
       MAX_BATCH_EVENTS: '10',
       SWEEP_INTERVAL_MS: '0',
       SWEEP_BATCH_SIZE: '50',
+      EMBEDDED_VACUUM_INTERVAL_MS: '5000',
       CREDENTIAL_CACHE_SIZE: '0',
     });
     expect(config).toMatchObject({
@@ -127,6 +129,7 @@ describe('loadConfig', () => {
       rootApiKey: VALID_KEY,
       limits: { ...DEFAULT_LIMITS, bodyBytes: 2048, batchEvents: 10 },
       sweeper: { intervalMs: 0, batchSize: 50 },
+      embeddedVacuumIntervalMs: 5000,
       credentialCacheSize: 0,
     });
   });
@@ -171,6 +174,7 @@ describe('loadConfig', () => {
     ['MAX_BODY_BYTES', { MAX_BODY_BYTES: '10' }],
     ['DB_POOL_MAX', { DB_POOL_MAX: '0' }],
     ['SWEEP_INTERVAL_MS', { SWEEP_INTERVAL_MS: '-1' }],
+    ['EMBEDDED_VACUUM_INTERVAL_MS', { EMBEDDED_VACUUM_INTERVAL_MS: '-1' }],
     ['SWEEP_BATCH_SIZE', { SWEEP_BATCH_SIZE: '0' }],
     ['SWEEP_BATCH_SIZE', { SWEEP_BATCH_SIZE: '10001' }],
     ['HTTP_HEADERS_TIMEOUT_MS', { HTTP_HEADERS_TIMEOUT_MS: '50' }],
