@@ -11,6 +11,7 @@
 // connection, so a table's VACUUM holds the requests that arrive meanwhile; a table is vacuumed only
 // when enough of it changed, which keeps each run in proportion to the writes since the last.
 import { sql } from 'kysely';
+import { type PeriodicTask, type TaskLogger, startPeriodicTask } from '../lib/periodic-task.js';
 import type { Database } from './connect.js';
 
 /** A table of the current schema that autovacuum's rules say is due. */
@@ -74,24 +75,12 @@ export async function vacuumDueTables(db: Database): Promise<DueTable[]> {
   return due;
 }
 
-/** The two pino methods used, so any pino logger fits. */
-export interface EmbeddedVacuumLogger {
-  info(fields: object, message: string): void;
-  error(fields: object, message: string): void;
-}
+/** Cancels the next run and waits for one in flight. */
+export type EmbeddedVacuum = PeriodicTask;
 
-export interface EmbeddedVacuum {
-  /** Cancels the next run and waits for one in flight. */
-  stop(): Promise<void>;
-}
-
-/** Runs vacuumDueTables every `intervalMs` (counted from the end of a run) on a timer that never keeps the process alive and never throws. */
-export function startEmbeddedVacuum(db: Database, { intervalMs, logger }: { intervalMs: number; logger: EmbeddedVacuumLogger }): EmbeddedVacuum {
-  let stopped = false;
-  let timer: NodeJS.Timeout | undefined;
-  let inFlight: Promise<void> | undefined;
-
-  const run = async (): Promise<void> => {
+/** Runs vacuumDueTables every `intervalMs` (counted from the end of a run); a failed run is logged, never thrown. */
+export function startEmbeddedVacuum(db: Database, { intervalMs, logger }: { intervalMs: number; logger: TaskLogger }): EmbeddedVacuum {
+  return startPeriodicTask(async () => {
     const startedAt = performance.now();
     try {
       const done = await vacuumDueTables(db);
@@ -103,25 +92,5 @@ export function startEmbeddedVacuum(db: Database, { intervalMs, logger }: { inte
       // The next run tries again; a failing maintenance must not take the process down.
       logger.error({ err }, 'embedded database maintenance failed');
     }
-  };
-
-  const schedule = (): void => {
-    if (stopped) return;
-    timer = setTimeout(() => {
-      inFlight = run().finally(() => {
-        inFlight = undefined;
-        schedule();
-      });
-    }, intervalMs);
-    timer.unref();
-  };
-  schedule();
-
-  return {
-    async stop() {
-      stopped = true;
-      clearTimeout(timer);
-      await inFlight;
-    },
-  };
+  }, intervalMs);
 }

@@ -1,6 +1,7 @@
 // Removes expired sessions (docs/design.md §4.8) in bounded batches. Expired sessions already answer 404
 // everywhere; this only reclaims their rows. Several instances may sweep the same database at once.
 import type { Database } from '../../db/connect.js';
+import { type PeriodicTask, type TaskLogger, startPeriodicTask } from '../../lib/periodic-task.js';
 import {
   type Candidate,
   type RemovedSession,
@@ -70,10 +71,7 @@ function countPerUser(rows: RemovedSession[]): UserSessionCount[] {
 }
 
 /** The two pino methods the sweeper uses, so any pino logger (or a test double) fits. */
-export interface SweeperLogger {
-  info(fields: object, message: string): void;
-  error(fields: object, message: string): void;
-}
+export type SweeperLogger = TaskLogger;
 
 export interface ExpirySweeperOptions extends SweepOptions {
   /** Pause between ticks, counted from the end of the previous tick. */
@@ -83,24 +81,18 @@ export interface ExpirySweeperOptions extends SweepOptions {
   maxBatchesPerTick?: number;
 }
 
-export interface ExpirySweeper {
-  /** Cancels the next tick and waits for a sweep in flight to finish. */
-  stop(): Promise<void>;
-}
+/** Cancels the next tick and waits for a sweep in flight to finish. */
+export type ExpirySweeper = PeriodicTask;
 
 export const DEFAULT_MAX_BATCHES_PER_TICK = 20;
 
 /** Sweeps on a timer that never keeps the process alive and never throws. */
 export function startExpirySweeper(db: Database, options: ExpirySweeperOptions): ExpirySweeper {
   const { intervalMs, batchSize, logger, maxBatchesPerTick = DEFAULT_MAX_BATCHES_PER_TICK } = options;
-  let stopped = false;
-  let timer: NodeJS.Timeout | undefined;
-  let inFlight: Promise<void> | undefined;
-
-  const tick = async (): Promise<void> => {
+  return startPeriodicTask(async (stopping) => {
     let removed = 0;
     try {
-      for (let batch = 0; batch < maxBatchesPerTick && !stopped; batch++) {
+      for (let batch = 0; batch < maxBatchesPerTick && !stopping(); batch++) {
         const count = await sweepExpiredSessions(db, { batchSize });
         removed += count;
         if (count < batchSize) break;
@@ -110,25 +102,5 @@ export function startExpirySweeper(db: Database, options: ExpirySweeperOptions):
       logger.error({ err }, 'expiry sweep failed');
     }
     if (removed > 0) logger.info({ removed }, 'expired sessions removed');
-  };
-
-  const schedule = (): void => {
-    if (stopped) return;
-    timer = setTimeout(() => {
-      inFlight = tick().finally(() => {
-        inFlight = undefined;
-        schedule();
-      });
-    }, intervalMs);
-    timer.unref();
-  };
-  schedule();
-
-  return {
-    async stop() {
-      stopped = true;
-      clearTimeout(timer);
-      await inFlight;
-    },
-  };
+  }, intervalMs);
 }
