@@ -186,6 +186,34 @@ describe('group commit of appends', () => {
       expect((await snapshot(sessions[i]!)).session).toMatchObject({ state: { own: i }, event_count: 2 });
     }
   });
+
+  it('sends the next batch to the database before it answers the appends of the batch that came back', async () => {
+    // The instance's batcher itself, one call at a time, so that what waits is known.
+    const batcher = createAppendBatcher(t.db, { ...batchingOptions({ ...DEFAULT_LIMITS, ...LIMITS }, createAccountSlots({ total: 2, perAccount: 1 })), batchScope: 'any-accounts' });
+    const keys = (await Promise.all(Array.from({ length: 5 }, () => newSession()))).map((sessionId) => ({
+      accountId: t.account.accountId,
+      spaceId: t.account.defaultSpaceId,
+      userId: USER,
+      sessionId,
+    }));
+    const append = (key: (typeof keys)[number]) => batcher.append(key, [{ eventId: randomUUID(), author: 'user', payloadHash: '00'.repeat(32) }], undefined);
+    const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
+
+    // The first goes out alone; the next two wait for it and go out together as batch one.
+    const first = append(keys[0]!);
+    const batchOne = [append(keys[1]!), append(keys[2]!)].map((answer) => answer.then((session) => ({ session, batchesSent: batcher.stats.batches })));
+    while (batcher.stats.batches < 1) await nextTurn();
+    // These two arrive while batch one is out: they wait for it, and go out as batch two.
+    const batchTwo = [append(keys[3]!), append(keys[4]!)];
+
+    const answeredOne = await Promise.all(batchOne);
+    expect(answeredOne.map(({ session }) => session?.event_count)).toEqual([1, 1]);
+    // When batch one's appends were answered, batch two was already out.
+    expect(answeredOne.map(({ batchesSent }) => batchesSent)).toEqual([2, 2]);
+    expect((await first)?.event_count).toBe(1);
+    expect((await Promise.all(batchTwo)).map((session) => session?.event_count)).toEqual([1, 1]);
+    expect(batcher.stats).toMatchObject({ batches: 2, batchedAppends: 4, refusedWhole: 0, rerunAlone: 0 });
+  });
 });
 
 // PostgreSQL only: PGlite is one connection, so two instances there never hold locks at once.

@@ -239,12 +239,17 @@ export class AppendBatcher {
       rows = [];
     }
     const written = new Map(rows.map((row) => [row.ordinal, row]));
-    batch.forEach((waiting, index) => {
-      const row = written.get(index + 1);
-      // The row is the append's answer as it is (its ordinal, one column more, is left unread).
-      if (row) return waiting.resolve(row);
-      this.stats.rerunAlone++;
-      this.queueAlone(waiting);
+    // The appends are answered after the next call is out: this call's slot frees as soon as send()
+    // returns, the next batch goes to the database in the microtasks that follow, and the answers
+    // (JSON, socket writes) are built while the database works on it, instead of before it is sent.
+    setImmediate(() => {
+      batch.forEach((waiting, index) => {
+        const row = written.get(index + 1);
+        // The row is the append's answer as it is (its ordinal, one column more, is left unread).
+        if (row) return waiting.resolve(row);
+        this.stats.rerunAlone++;
+        this.queueAlone(waiting);
+      });
     });
   }
 
