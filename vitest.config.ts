@@ -40,9 +40,10 @@ export default defineConfig({
     pool: 'forks',
     // One worker process runs its files one after the other instead of a new process per file:
     // each file still opens its own database, app and servers, and closes them (no test file mocks
-    // a module or stubs a global), but the worker loads Fastify, Kysely, zod and PGlite's
-    // WebAssembly once. On CI's two cores that took a fifth off the PGlite run (399 s to 322 s,
-    // 483 s to 387 s of CPU), the run CI waits for.
+    // a module or stubs a global; the one with fake timers restores real ones after each test),
+    // but the worker loads Fastify, Kysely, zod and PGlite's WebAssembly once. On CI's two cores
+    // that took a fifth off the PGlite run (399 s to 322 s, 483 s to 387 s of CPU), the run CI
+    // waits for.
     isolate: false,
     testTimeout: 60_000,
     hookTimeout: 120_000,

@@ -16,6 +16,7 @@ import { listenOnDedicatedClient } from '../../src/db/notifications.js';
 import { type CreatedAccount, createAccount } from '../../src/modules/accounts/accounts.service.js';
 import { CREDENTIALS_CHANNEL, type ListeningCredentialCache, startCredentialCache } from '../../src/modules/accounts/credential-cache-listener.js';
 import { insertSpace } from '../support/fixtures.js';
+import { until } from '../support/poll.js';
 import { sleep } from '../support/service-process.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 import { TEST_PAGE_TOKEN_KEY } from '../support/test-app.js';
@@ -57,14 +58,6 @@ async function instance(handle: DatabaseHandle, cache: ListeningCredentialCache 
   };
 }
 
-async function until(condition: () => boolean | Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
-  const since = Date.now();
-  while (!(await condition())) {
-    if (Date.now() - since > timeoutMs) throw new Error(`timed out waiting until ${what}`);
-    await sleep(5);
-  }
-}
-
 beforeAll(async () => {
   database = await createTestDatabase({ poolMax: 5 });
   let listenB = database.listen;
@@ -83,7 +76,7 @@ beforeAll(async () => {
   A = await instance(database, startCredentialCache(database.listen, { maxEntries: 100 }));
   B = await instance(handleB, startCredentialCache(listenB, { maxEntries: 100 }));
   uncachedB = await instance(handleB, undefined);
-  await until(() => A.cache!.cache.enabled && B.cache!.cache.enabled, 'both instances listen');
+  await until(() => A.cache!.cache.enabled && B.cache!.cache.enabled, 'both instances listen', { intervalMs: 5 });
   account = await createAccount(database.db, `cache-${process.pid}`);
   spaceId = await insertSpace(database.db, account.accountId, 'cached');
 });
@@ -242,7 +235,7 @@ describe('a credential cached on instance B', () => {
     expect(B.cache!.cache.get(other.rootCredential.secretId)).toBeDefined();
     await database.db.deleteFrom('accounts').where('account_id', '=', other.accountId).execute();
     const since = performance.now();
-    await until(async () => (await B.get('/v1/spaces', token)).status === 401, 'B refuses the deleted account', DEADLINE_MS);
+    await until(async () => (await B.get('/v1/spaces', token)).status === 401, 'B refuses the deleted account', { timeoutMs: DEADLINE_MS, intervalMs: 5 });
     measured.deleteAccountBySql = performance.now() - since;
     expect((await B.get('/v1/spaces', token)).code).toBe('AuthFailure');
   });
@@ -308,7 +301,7 @@ describe.runIf(backend.kind === 'postgres')("B's listening connection lost (Post
     // Killed, and kept from logging in again: B must not trust what it cached.
     await admin!.query(`ALTER ROLE "${listenerRole}" NOLOGIN`);
     await admin!.query('SELECT pg_terminate_backend($1)', [pid]);
-    await until(() => !B.cache!.cache.enabled, "B notices the listener's loss", DEADLINE_MS);
+    await until(() => !B.cache!.cache.enabled, "B notices the listener's loss", { timeoutMs: DEADLINE_MS, intervalMs: 5 });
     expect(B.cache!.cache.size).toBe(0);
 
     // Revoked while B cannot hear it: B answers 401 at once, because it reads the database.
@@ -322,7 +315,7 @@ describe.runIf(backend.kind === 'postgres')("B's listening connection lost (Post
 
     // Allowed to log in again: B listens and caches again (from empty).
     await admin!.query(`ALTER ROLE "${listenerRole}" LOGIN`);
-    await until(() => B.cache!.cache.enabled, 'B listens again');
+    await until(() => B.cache!.cache.enabled, 'B listens again', { intervalMs: 5 });
     expect(B.cache!.listenerPid).not.toBe(pid);
     expect(B.cache!.cache.get(secretId)).toBeUndefined();
     expect(await B.get(sessionsUrl(), token)).toEqual({ status: 401, code: 'AuthFailure' });

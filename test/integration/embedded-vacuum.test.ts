@@ -6,6 +6,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findDueTables, startEmbeddedVacuum, vacuumDueTables } from '../../src/db/embedded-vacuum.js';
 import { insertSession } from '../support/fixtures.js';
+import { untilValue } from '../support/poll.js';
 import { createTestApp, type TestApp } from '../support/test-app.js';
 
 let t: TestApp;
@@ -29,15 +30,8 @@ async function statsOf(table: string): Promise<TableStats> {
 }
 
 /** Statistics reach pg_stat_user_tables when the writing backend next reports them (up to ~10 s on PostgreSQL). */
-async function until<T>(read: () => Promise<T>, done: (value: T) => boolean, what: string): Promise<T> {
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    const value = await read();
-    if (done(value)) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(value)}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
+const untilStats = <T>(read: () => Promise<T>, done: (value: T) => boolean, what: string) =>
+  untilValue(read, done, what, { timeoutMs: 20_000, intervalMs: 100 });
 
 /** A new session with `appends` one-event appends: each leaves a dead sessions row behind. */
 async function sessionWithAppends(appends: number): Promise<void> {
@@ -53,8 +47,8 @@ async function sessionWithAppends(appends: number): Promise<void> {
 describe('the embedded database vacuum', () => {
   it('vacuums the tables past autovacuum’s dead-row threshold and analyzes those past its change threshold, then finds them done', async () => {
     await sessionWithAppends(300);
-    await until(() => statsOf('sessions'), (stats) => stats.n_dead_tup > 250, 'the dead session rows to be counted');
-    await until(() => statsOf('events'), (stats) => stats.n_mod_since_analyze >= 300, 'the inserted events to be counted');
+    await untilStats(() => statsOf('sessions'), (stats) => stats.n_dead_tup > 250, 'the dead session rows to be counted');
+    await untilStats(() => statsOf('events'), (stats) => stats.n_mod_since_analyze >= 300, 'the inserted events to be counted');
 
     const due = await findDueTables(t.db);
     expect(due).toContainEqual({ table: 'sessions', vacuum: true });
@@ -65,10 +59,10 @@ describe('the embedded database vacuum', () => {
     const timeoutBefore = (await sql<{ statement_timeout: string }>`SHOW statement_timeout`.execute(t.db)).rows[0]!.statement_timeout;
     expect(await vacuumDueTables(t.db)).toEqual(due);
 
-    const sessions = await until(() => statsOf('sessions'), (stats) => stats.vacuums > before.sessions.vacuums, 'the VACUUM of sessions to be counted');
+    const sessions = await untilStats(() => statsOf('sessions'), (stats) => stats.vacuums > before.sessions.vacuums, 'the VACUUM of sessions to be counted');
     expect(sessions.n_dead_tup).toBeLessThan(50);
     expect(sessions.analyzes).toBeGreaterThan(before.sessions.analyzes);
-    const events = await until(() => statsOf('events'), (stats) => stats.analyzes > before.events.analyzes, 'the ANALYZE of events to be counted');
+    const events = await untilStats(() => statsOf('events'), (stats) => stats.analyzes > before.events.analyzes, 'the ANALYZE of events to be counted');
     expect(events.vacuums).toBe(before.events.vacuums);
     expect(events.n_mod_since_analyze).toBe(0);
 
@@ -86,7 +80,7 @@ describe('the embedded database vacuum', () => {
     const vacuum = startEmbeddedVacuum(t.db, { intervalMs: 50, logger });
     try {
       await sessionWithAppends(200);
-      await until(() => statsOf('sessions'), (stats) => stats.vacuums > before.vacuums, 'the timer to vacuum sessions');
+      await untilStats(() => statsOf('sessions'), (stats) => stats.vacuums > before.vacuums, 'the timer to vacuum sessions');
     } finally {
       await vacuum.stop();
     }
@@ -96,7 +90,7 @@ describe('the embedded database vacuum', () => {
     // Stopped: more dead rows stay until the next start.
     const stopped = await statsOf('sessions');
     await sessionWithAppends(100);
-    await until(() => statsOf('sessions'), (stats) => stats.n_dead_tup >= stopped.n_dead_tup + 90, 'the new dead rows to be counted');
+    await untilStats(() => statsOf('sessions'), (stats) => stats.n_dead_tup >= stopped.n_dead_tup + 90, 'the new dead rows to be counted');
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect((await statsOf('sessions')).vacuums).toBe(stopped.vacuums);
   });

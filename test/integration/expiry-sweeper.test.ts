@@ -7,6 +7,8 @@ import { createAccount } from '../../src/modules/accounts/accounts.service.js';
 import type { DB } from '../../src/db/schema.js';
 import { startExpirySweeper, sweepExpiredSessions } from '../../src/modules/sessions/expiry-sweeper.js';
 import { insertSession, insertSpace } from '../support/fixtures.js';
+import { until } from '../support/poll.js';
+import { sleep } from '../support/service-process.js';
 import { createTestApp, type TestApp } from '../support/test-app.js';
 
 let t: TestApp;
@@ -21,7 +23,6 @@ afterEach(async () => {
 
 const onPglite = inject('testBackend').kind === 'pglite';
 const range = (n: number) => Array.from({ length: n }, (_, i) => i);
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 interface Key {
   accountId: string;
@@ -76,14 +77,6 @@ function captureLogger() {
   const infos: object[] = [];
   const errors: object[] = [];
   return { infos, errors, info: (fields: object) => void infos.push(fields), error: (fields: object) => void errors.push(fields) };
-}
-
-async function waitFor(condition: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await sleep(20);
-  }
 }
 
 describe('sweepExpiredSessions', () => {
@@ -222,7 +215,7 @@ describe('startExpirySweeper', () => {
     const logger = captureLogger();
     const sweeper = startExpirySweeper(t.db, { intervalMs: 25, batchSize: 2, maxBatchesPerTick: 2, logger });
     try {
-      await waitFor(() => logger.infos.length >= 2);
+      await until(() => logger.infos.length >= 2, 'two sweeps logged');
       await sleep(150); // several more ticks, which find nothing and so log nothing
     } finally {
       await sweeper.stop();
@@ -275,7 +268,7 @@ describe('startExpirySweeper', () => {
     const logger = captureLogger();
     const sweeper = startExpirySweeper(unreachable, { intervalMs: 10, batchSize: 10, logger });
     try {
-      await waitFor(() => logger.errors.length >= 2);
+      await until(() => logger.errors.length >= 2, 'two failed sweeps logged');
     } finally {
       await sweeper.stop();
       await unreachable.destroy();

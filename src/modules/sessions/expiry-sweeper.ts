@@ -70,13 +70,10 @@ function countPerUser(rows: RemovedSession[]): UserSessionCount[] {
   return [...byUser.values()];
 }
 
-/** The two pino methods the sweeper uses, so any pino logger (or a test double) fits. */
-export type SweeperLogger = TaskLogger;
-
 export interface ExpirySweeperOptions extends SweepOptions {
   /** Pause between ticks, counted from the end of the previous tick. */
   intervalMs: number;
-  logger: SweeperLogger;
+  logger: TaskLogger;
   /** Full batches repeat at once within a tick, up to this many, so a backlog drains quickly but no tick runs forever. */
   maxBatchesPerTick?: number;
 }
