@@ -1,7 +1,7 @@
 // GET …/sessions/{sessionId}/state-at/{seq}: the session's state right after one event.
 import { z } from 'zod';
 import { JsonObject, JsonValue, SessionPath, errorResponses } from '../../http/schemas.js';
-import { viewSerializerCompiler } from '../../http/view-serializer.js';
+import { RAW_JSON_SLOT, jsonWithRawValue, sendJsonText, viewSerializerCompiler } from '../../http/view-serializer.js';
 import type { AppDeps, ZodApp } from '../../http/zod-app.js';
 import { Event } from './event.model.js';
 import { createSingleFlight } from '../../lib/single-flight.js';
@@ -40,8 +40,11 @@ export async function stateHistoryRoutes(app: ZodApp, { db, metrics, expensiveSl
     '/spaces/:spaceId/users/:userId/sessions/:sessionId/state-at/:seq',
     {
       config: { action: 'session:DescribeEvents' },
-      // The answer is built by typed functions from stored, validated JSON (view-serializer.ts): a
-      // zod walk of a state of up to 1 MiB would cost the event loop more than the replay itself.
+      // The answer is built by typed functions from stored, validated JSON, its state the text
+      // PostgreSQL wrote (view-serializer.ts): a zod walk, or a parse and a JSON.stringify, of a
+      // state of up to 1 MiB would hold the event loop, and every other account's requests, longer
+      // than the replay holds the database (bench:neighbours, attack 2). Error answers still go
+      // through this serializer.
       serializerCompiler: viewSerializerCompiler,
       schema: {
         tags: ['events'],
@@ -61,11 +64,15 @@ export async function stateHistoryRoutes(app: ZodApp, { db, metrics, expensiveSl
         },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const { seq, ...session } = request.params;
       const { accountId } = request.principal;
       // A replay reads many rows: one of the account's expensive slots (src/lib/account-slots.ts).
-      return expensiveSlots.run(accountId, () => getStateAtEvent(db, metrics.stateAt, { accountId, ...session }, seq, checkpointWriters));
+      const { stateJson, ...answer } = await expensiveSlots.run(accountId, () =>
+        getStateAtEvent(db, metrics.stateAt, { accountId, ...session }, seq, checkpointWriters),
+      );
+      const { event, changes, sharedDelta, initialStateKnown } = answer;
+      return sendJsonText(reply, jsonWithRawValue({ event, state: RAW_JSON_SLOT, changes, sharedDelta, initialStateKnown }, stateJson));
     },
   );
 }

@@ -14,7 +14,7 @@ import { type EventView, toEventView } from './event.model.js';
 import { findEventBySeq } from './events.repository.js';
 import { sessionNotFound } from '../sessions/index.js';
 import { splitByScope, type StateDeltaMode, applyStateDelta } from '../state/index.js';
-import { latestCheckpointSeq, replaySessionState, writeStateCheckpoint } from './state-history.repository.js';
+import { latestCheckpointSeq, replaySessionState, replayStateAtEvent, writeStateCheckpoint } from './state-history.repository.js';
 
 /**
  * K: a checkpoint after every K-th event. A replay folds at most K events per statement, and a
@@ -25,8 +25,8 @@ export const STATE_CHECKPOINT_INTERVAL = 1000;
 
 export interface StateAtEvent {
   event: EventView;
-  /** The session-scoped keys right after the event. */
-  state: JsonObject;
+  /** The session-scoped keys right after the event, as JSON text PostgreSQL wrote (passed on unparsed). */
+  stateJson: string;
   /** What the event changed in them. */
   changes: JsonChange[];
   /** The event's own delta to the shared user: and app: states (their values at that time are not kept). */
@@ -53,22 +53,25 @@ export async function getStateAtEvent(db: Database, metrics: StateAtMetrics, key
       });
     }
   }
-  const replayed = row && (await replaySessionState(db, key, seq));
-  if (!replayed) {
+  const event = row && toEventView(row);
+  const delta = splitByScope((event?.actions?.stateDelta ?? {}) as JsonObject);
+  const mode = (event?.actions?.stateDeltaMode ?? 'merge-patch') as StateDeltaMode;
+  const step = Object.keys(delta.session).length > 0 ? { mode, delta: delta.session } : undefined;
+  const replayed = row && (await replayStateAtEvent(db, key, seq, step));
+  if (!event || !replayed) {
     // Tells a missing session (or space) from a missing event.
     const missing = await replaySessionState(db, key, 0);
     if (!missing) throw await sessionNotFound(db, key);
     throw new AppError('ResourceNotFound.Event', `Session ${key.sessionId} has no event with seq ${seq}.`);
   }
   metrics.statementEvents.observe(replayed.eventsFolded);
-  const event = toEventView(row);
-  const delta = splitByScope((event.actions?.stateDelta ?? {}) as JsonObject);
-  const mode = (event.actions?.stateDeltaMode ?? 'merge-patch') as StateDeltaMode;
-  const after = applyStateDelta(replayed.state, delta.session, mode);
+  // Only the keys the delta names can have changed: the diff of those, before and after, is the
+  // diff of the whole state, in the same order (the state before's key order, then added keys).
+  const touchedAfter = applyStateDelta(replayed.touchedBefore, delta.session, mode);
   return {
     event,
-    state: after,
-    changes: diffJson(replayed.state, after),
+    stateJson: replayed.stateAfterJson,
+    changes: diffJson(replayed.touchedBefore, touchedAfter),
     sharedDelta: { user: delta.user, app: delta.app },
     initialStateKnown: replayed.initialStateKnown,
   };
