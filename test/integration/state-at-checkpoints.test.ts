@@ -6,13 +6,14 @@
 // The history is written by one INSERT … SELECT generate_series (the append path has its own tests):
 // merge-patch deltas with nested keys and null deletes, replace deltas that store null, user:/app:/
 // temp: keys the session state must not show, and events without a stateDelta.
-import { sql } from 'kysely';
+import { type CompiledQuery, Kysely, PostgresDialect, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { JsonObject } from '../../src/db/schema.js';
+import type { DB, JsonObject } from '../../src/db/schema.js';
 import { diffJson } from '../../src/lib/json-diff.js';
 import { sweepExpiredSessions } from '../../src/modules/sessions/expiry-sweeper.js';
 import { splitByScope } from '../../src/modules/state/scoped-state.js';
 import { applyStateDelta } from '../../src/modules/state/state-delta.js';
+import { replayStateAtEvent } from '../../src/modules/events/state-history.repository.js';
 import { STATE_CHECKPOINT_INTERVAL as K } from '../../src/modules/events/state-history.service.js';
 import { insertSession, insertSpace } from '../support/fixtures.js';
 import { createTestApp, type TestApp } from '../support/test-app.js';
@@ -216,5 +217,31 @@ describe('checkpoints and the session lifecycle', () => {
     expect(copy.initialStateKnown).toBe(false);
     expect(copy.state).toEqual(withoutSeed);
     expect(await checkpointSeqs('small-copy')).toEqual([1000, 2000]);
+  });
+});
+
+// The replay reads its range of events through the primary key. events_by_time has the same four
+// leading columns, and the planner, without statistics (a table autovacuum has not analyzed yet),
+// costs both alike and took it: its scan passes over every event of the session to find the range
+// (state-history.repository.ts, replaySelect).
+describe('the plan of the replay', () => {
+  it('reads the events of the range through events_pkey, not through an index that passes over the whole session', async () => {
+    const recorded: CompiledQuery[] = [];
+    const recorder = new Kysely<DB>({
+      dialect: new PostgresDialect({ pool: t.database.pool }),
+      log: (event) => void (event.level === 'query' && recorded.push(event.query)),
+    });
+    const key = { accountId: t.account.accountId, spaceId, userId: 'u1', sessionId: 'long' };
+    const replayed = await replayStateAtEvent(recorder, key, 77_777, { mode: 'merge-patch', delta: { n: 1 } });
+    expect(replayed?.touchedBefore).toEqual({ n: 77_776 });
+    expect(recorded).toHaveLength(1);
+    const plan = await t.database.pool.query(`EXPLAIN (FORMAT JSON) ${recorded[0]!.sql}`, recorded[0]!.parameters as unknown[]);
+    const eventScans: string[] = [];
+    const walk = (node: { 'Relation Name'?: string; 'Index Name'?: string; 'Node Type': string; Plans?: unknown[] }) => {
+      if (node['Relation Name'] === 'events') eventScans.push(node['Index Name'] ?? node['Node Type']);
+      (node.Plans as (typeof node)[] | undefined)?.forEach(walk);
+    };
+    walk((plan.rows[0]['QUERY PLAN'] as [{ Plan: Parameters<typeof walk>[0] }])[0].Plan);
+    expect(eventScans).toEqual(['events_pkey']);
   });
 });
