@@ -2,7 +2,7 @@
 // are skipped in the database on their keys alone, never read whole or brought into the process
 // (reading them here is what lets one request's memory grow with the history), and an Offset past
 // MAX_OFFSET is refused.
-import { type CompiledQuery, Kysely, PostgresDialect, sql } from 'kysely';
+import { type CompiledQuery, type Kysely, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DB } from '../../src/db/schema.js';
 import { listEvents } from '../../src/modules/events/events.repository.js';
@@ -12,6 +12,7 @@ import { MAX_OFFSET } from '../../src/modules/tencent/tc3-models.js';
 import { changedTables, tableFingerprints } from '../support/db-snapshot.js';
 import { insertSession, insertSpace } from '../support/fixtures.js';
 import { listenOnLoopback, sdkClient, sdkError, type Tc3Client } from '../support/tencent-client.js';
+import { type PlanNode, planNodes, planOf, recordOneStatement } from '../support/query-plans.js';
 import { createTestApp, type TestApp } from '../support/test-app.js';
 
 const EVENTS = 300;
@@ -132,32 +133,20 @@ describe('an Offset past MAX_OFFSET', () => {
   });
 });
 
-interface PlanNode {
-  'Node Type': string;
-  'Relation Name'?: string;
-  Output?: string[];
-  Plans?: PlanNode[];
-}
-
 /** Runs `list` through a Kysely that records its one statement. */
 async function recorded(list: (db: Kysely<DB>) => Promise<unknown[]>): Promise<{ rows: unknown[]; statement: CompiledQuery }> {
-  const statements: CompiledQuery[] = [];
-  const recorder = new Kysely<DB>({ dialect: new PostgresDialect({ pool: t.database.pool }), log: (event) => void (event.level === 'query' && statements.push(event.query)) });
-  const rows = await list(recorder);
-  expect(statements).toHaveLength(1);
-  return { rows, statement: statements[0]! };
+  const { result: rows, statement } = await recordOneStatement(t.database.pool, list);
+  return { rows, statement };
 }
 
 /** The nodes of the plan at and under each Limit node, and the rest, of EXPLAIN VERBOSE. */
 async function limitSubtrees(statement: CompiledQuery): Promise<PlanNode[][]> {
-  const result = await t.database.pool.query(`EXPLAIN (VERBOSE, FORMAT JSON) ${statement.sql}`, statement.parameters as unknown[]);
   const subtrees: PlanNode[][] = [];
-  const nodesOf = (node: PlanNode): PlanNode[] => [node, ...(node.Plans ?? []).flatMap(nodesOf)];
   const walk = (node: PlanNode) => {
-    if (node['Node Type'] === 'Limit') subtrees.push(nodesOf(node));
+    if (node['Node Type'] === 'Limit') subtrees.push(planNodes(node));
     else node.Plans?.forEach(walk);
   };
-  walk((result.rows[0]['QUERY PLAN'] as [{ Plan: PlanNode }])[0].Plan);
+  walk(await planOf(t.database.pool, statement, { verbose: true }));
   return subtrees;
 }
 

@@ -4,11 +4,11 @@
 // expression, and a partial one only a query that states its predicate; if the repository and the
 // indexes drift apart the list still answers correctly, only by scanning the space, so this checks
 // the plan of the query the repository really issues.
-import { type CompiledQuery, Kysely, PostgresDialect, sql } from 'kysely';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DB } from '../../src/db/schema.js';
 import { type SessionFilter, listSessionRows } from '../../src/modules/sessions/sessions.repository.js';
 import { insertSpace } from '../support/fixtures.js';
+import { planNodes, planOf, recordOneStatement } from '../support/query-plans.js';
 import { createTestApp, type TestApp } from '../support/test-app.js';
 
 const SESSIONS_PER_SPACE = 2000;
@@ -38,38 +38,16 @@ afterAll(async () => t.close());
 
 /** Runs the repository's list query through a Kysely that records it, and answers rows and statement. */
 async function listRecorded(spaceId: string, filter: Pick<SessionFilter, 'metadata' | 'titleLike'>) {
-  const recorded: CompiledQuery[] = [];
-  const recorder = new Kysely<DB>({
-    dialect: new PostgresDialect({ pool: t.database.pool }),
-    log: (event) => void (event.level === 'query' && recorded.push(event.query)),
-  });
-  const rows = await listSessionRows(recorder, {
-    filter: { accountId: t.account.accountId, spaceId, ...filter },
-    orderBy: 'update_time',
-    direction: 'desc',
-    scope: 'space',
-    limit: 21,
-  });
-  expect(recorded).toHaveLength(1);
-  return { rows, statement: recorded[0]! };
-}
-
-interface PlanNode {
-  'Node Type': string;
-  'Relation Name'?: string;
-  'Index Name'?: string;
-  Plans?: PlanNode[];
-}
-
-async function planOf(statement: CompiledQuery): Promise<PlanNode[]> {
-  const result = await t.database.pool.query(`EXPLAIN (FORMAT JSON) ${statement.sql}`, statement.parameters as unknown[]);
-  const nodes: PlanNode[] = [];
-  const walk = (node: PlanNode) => {
-    nodes.push(node);
-    node.Plans?.forEach(walk);
-  };
-  walk((result.rows[0]['QUERY PLAN'] as [{ Plan: PlanNode }])[0].Plan);
-  return nodes;
+  const { result: rows, statement } = await recordOneStatement(t.database.pool, (db) =>
+    listSessionRows(db, {
+      filter: { accountId: t.account.accountId, spaceId, ...filter },
+      orderBy: 'update_time',
+      direction: 'desc',
+      scope: 'space',
+      limit: 21,
+    }),
+  );
+  return { rows, statement };
 }
 
 describe('session list plans', () => {
@@ -82,7 +60,7 @@ describe('session list plans', () => {
     expect(new Set(rows.map((row) => row.space_id))).toEqual(new Set([one]));
     expect(rows.every((row) => row.metadata['example.com/agent-id'] === 'agent-7')).toBe(true);
 
-    const nodes = await planOf(statement);
+    const nodes = planNodes(await planOf(t.database.pool, statement));
     expect(nodes.map((node) => node['Index Name'])).toContain('sessions_metadata_in_space');
     expect(nodes.filter((node) => node['Node Type'] === 'Seq Scan' && node['Relation Name'] === 'sessions')).toEqual([]);
   });
@@ -92,7 +70,7 @@ describe('session list plans', () => {
     const { rows, statement } = await listRecorded(one, { titleLike: 'rip to 1230' });
     expect(rows.map((row) => [row.session_id, row.title])).toEqual([['sess-1230', 'Trip to 1230']]);
 
-    const nodes = await planOf(statement);
+    const nodes = planNodes(await planOf(t.database.pool, statement));
     expect(nodes.map((node) => node['Index Name'])).toContain('sessions_title_trgm');
     expect(nodes.filter((node) => node['Node Type'] === 'Seq Scan' && node['Relation Name'] === 'sessions')).toEqual([]);
   });

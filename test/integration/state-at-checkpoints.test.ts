@@ -6,9 +6,9 @@
 // The history is written by one INSERT … SELECT generate_series (the append path has its own tests):
 // merge-patch deltas with nested keys and null deletes, replace deltas that store null, user:/app:/
 // temp: keys the session state must not show, and events without a stateDelta.
-import { type CompiledQuery, Kysely, PostgresDialect, sql } from 'kysely';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DB, JsonObject } from '../../src/db/schema.js';
+import type { JsonObject } from '../../src/db/schema.js';
 import { diffJson } from '../../src/lib/json-diff.js';
 import { sweepExpiredSessions } from '../../src/modules/sessions/expiry-sweeper.js';
 import { splitByScope } from '../../src/modules/state/scoped-state.js';
@@ -16,6 +16,7 @@ import { applyStateDelta } from '../../src/modules/state/state-delta.js';
 import { replayStateAtEvent } from '../../src/modules/events/state-history.repository.js';
 import { STATE_CHECKPOINT_INTERVAL as K } from '../../src/modules/events/state-history.service.js';
 import { insertSession, insertSpace } from '../support/fixtures.js';
+import { planNodes, planOf, recordOneStatement } from '../support/query-plans.js';
 import { createTestApp, type TestApp } from '../support/test-app.js';
 
 const EVENTS = 100_000;
@@ -226,22 +227,14 @@ describe('checkpoints and the session lifecycle', () => {
 // (state-history.repository.ts, replaySelect).
 describe('the plan of the replay', () => {
   it('reads the events of the range through events_pkey, not through an index that passes over the whole session', async () => {
-    const recorded: CompiledQuery[] = [];
-    const recorder = new Kysely<DB>({
-      dialect: new PostgresDialect({ pool: t.database.pool }),
-      log: (event) => void (event.level === 'query' && recorded.push(event.query)),
-    });
     const key = { accountId: t.account.accountId, spaceId, userId: 'u1', sessionId: 'long' };
-    const replayed = await replayStateAtEvent(recorder, key, 77_777, { mode: 'merge-patch', delta: { n: 1 } });
+    const { result: replayed, statement } = await recordOneStatement(t.database.pool, (db) =>
+      replayStateAtEvent(db, key, 77_777, { mode: 'merge-patch', delta: { n: 1 } }),
+    );
     expect(replayed?.touchedBefore).toEqual({ n: 77_776 });
-    expect(recorded).toHaveLength(1);
-    const plan = await t.database.pool.query(`EXPLAIN (FORMAT JSON) ${recorded[0]!.sql}`, recorded[0]!.parameters as unknown[]);
-    const eventScans: string[] = [];
-    const walk = (node: { 'Relation Name'?: string; 'Index Name'?: string; 'Node Type': string; Plans?: unknown[] }) => {
-      if (node['Relation Name'] === 'events') eventScans.push(node['Index Name'] ?? node['Node Type']);
-      (node.Plans as (typeof node)[] | undefined)?.forEach(walk);
-    };
-    walk((plan.rows[0]['QUERY PLAN'] as [{ Plan: Parameters<typeof walk>[0] }])[0].Plan);
+    const eventScans = planNodes(await planOf(t.database.pool, statement))
+      .filter((node) => node['Relation Name'] === 'events')
+      .map((node) => node['Index Name'] ?? node['Node Type']);
     expect(eventScans).toEqual(['events_pkey']);
   });
 });

@@ -68,10 +68,9 @@ export async function stateHistoryRoutes(app: ZodApp, { db, metrics, expensiveSl
       const { seq, ...session } = request.params;
       const { accountId } = request.principal;
       // A replay reads many rows: one of the account's expensive slots (src/lib/account-slots.ts).
-      const { stateJson, ...answer } = await expensiveSlots.run(accountId, () =>
+      const { event, stateJson, changes, sharedDelta, initialStateKnown } = await expensiveSlots.run(accountId, () =>
         getStateAtEvent(db, metrics.stateAt, { accountId, ...session }, seq, checkpointWriters),
       );
-      const { event, changes, sharedDelta, initialStateKnown } = answer;
       return sendJsonText(reply, jsonWithRawValue({ event, state: RAW_JSON_SLOT, changes, sharedDelta, initialStateKnown }, stateJson));
     },
   );

@@ -57,7 +57,7 @@ export async function getStateAtEvent(db: Database, metrics: StateAtMetrics, key
   const delta = splitByScope((event?.actions?.stateDelta ?? {}) as JsonObject);
   const mode = (event?.actions?.stateDeltaMode ?? 'merge-patch') as StateDeltaMode;
   const step = Object.keys(delta.session).length > 0 ? { mode, delta: delta.session } : undefined;
-  const replayed = row && (await replayStateAtEvent(db, key, seq, step));
+  const replayed = event && (await replayStateAtEvent(db, key, seq, step));
   if (!event || !replayed) {
     // Tells a missing session (or space) from a missing event.
     const missing = await replaySessionState(db, key, 0);
