@@ -24,7 +24,8 @@
 //
 // Creates and drops its own database. Environment: BENCH_DURATION (seconds per measured run,
 // default 20), BENCH_WARMUP (untimed seconds before each, default 5), BENCH_ROUNDS (rounds of the
-// five runs, default 1; the summary takes the median), DB_POOL_MAX (the service's pool, and that
+// five runs, default 1; the summary takes the median), BENCH_CONNECTIONS (concurrent clients of
+// every run: autocannon connections, pgbench clients, appendEvents workers; default 32), DB_POOL_MAX (the service's pool, and that
 // of run 3), BENCH_SESSIONS (default 1000), BENCH_CPU_PROF (a directory: the server writes a
 // .cpuprofile there when it stops), BENCH_KEEP_DATABASE (keep the database for inspection).
 //
@@ -56,7 +57,7 @@ const DURATION_S = Number(process.env.BENCH_DURATION ?? 20);
 const WARMUP_S = Number(process.env.BENCH_WARMUP ?? 5);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 1);
 const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 1_000);
-const CONNECTIONS = 32;
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const SESSIONS_PER_USER = 10;
 const BATCH_EVENTS = 10;
 const RUN = randomBytes(3).toString('hex');

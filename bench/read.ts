@@ -25,7 +25,8 @@
 // default 1,000,000), BENCH_SMALL_SESSIONS (default 10,000), BENCH_EVENT_SIZES (default
 // 100,10000,100000), BENCH_PAGE_DEPTH (which page of a session list is "a later page", default 10),
 // BENCH_PLANS=full to print every plan in full (default: full plans for sessions and events
-// statements, one line for the others).
+// statements, one line for the others), BENCH_SERVER_ROOT (another checkout whose src/server.ts serves
+// the reads: two versions compared by the same bench; its migrations must include this one's).
 import { randomBytes } from 'node:crypto';
 import type { ChildProcess } from 'node:child_process';
 import { performance } from 'node:perf_hooks';

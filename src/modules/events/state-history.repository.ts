@@ -7,6 +7,7 @@ import type { Executor } from '../../db/connect.js';
 import type { SessionKey } from '../../db/keys.js';
 import type { JsonObject } from '../../db/schema.js';
 import { sessionNotExpiredText } from '../../db/sql-fragments.js';
+import type { StateDeltaMode } from '../state/index.js';
 
 export interface ReplayedState {
   /** The session-scoped state after every event with a seq below `beforeSeq`. */
@@ -150,7 +151,7 @@ export async function replaySessionState(db: Executor, key: SessionKey, beforeSe
 
 /** One step of apply_state_deltas(): an event's session-scoped delta and its mode. */
 export interface StateStep {
-  mode: string | undefined;
+  mode: StateDeltaMode;
   delta: JsonObject;
 }
 
