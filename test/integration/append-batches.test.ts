@@ -447,6 +447,48 @@ describe.runIf(inject('testBackend').kind === 'postgres')('group commit on two i
       await handle.close();
     }
   });
+
+  it('after an append timed out on its session\'s lock, the session\'s next appends go alone and join no batch: the others\' batch does not wait for the row again', { timeout: 30_000 }, async () => {
+    const handle = await openDatabase({ kind: 'postgres', url: t.database.pool.options.connectionString!, poolMax: 4, statementTimeoutMs: 500, connectTimeoutMs: 10_000 });
+    // One call at a time: an append that held the slot would hold up every other append.
+    const limits = { ...DEFAULT_LIMITS, appendBatchConcurrency: 1, appendSessionQueueWaitMs: 5_000 };
+    const batcher = createAppendBatcher(handle.db, { ...batchingOptions(limits, createAccountSlots({ total: 2, perAccount: 1 })), batchScope: 'any-accounts' });
+    const holder = await t.database.pool.connect();
+    try {
+      const [locked, ...free] = await Promise.all(Array.from({ length: 3 }, () => newSession()));
+      const keyOf = (sessionId: string) => ({ accountId: t.account.accountId, spaceId: t.account.defaultSpaceId, userId: USER, sessionId });
+      const append = (sessionId: string) => batcher.append(keyOf(sessionId), [{ eventId: randomUUID(), author: 'user', payloadHash: '00'.repeat(32) }], undefined);
+      const codeOf = (answer: Promise<unknown>) => answer.then(() => 'stored', (error: { code?: string }) => error.code);
+      await holder.query('BEGIN');
+      await holder.query('SELECT 1 FROM sessions WHERE account_id = $1 AND session_id = $2 FOR UPDATE', [t.account.accountId, locked]);
+
+      // The first append goes out in the slot and waits for the row until the statement timeout.
+      expect(await codeOf(append(locked!))).toBe('57014');
+      // A client retrying at once, the row still locked, beside appends of two other sessions: the
+      // retry waits alone, outside the slot. Without that it would join their batch, which would
+      // wait out its lock budget, be refused whole and go again append by append (a batch of 3,
+      // one refusal, one append run again alone).
+      const before = { ...batcher.stats };
+      let retryAnswered = false;
+      const retry = codeOf(append(locked!)).finally(() => (retryAnswered = true));
+      const freeAnswers = await Promise.all(free.map(append));
+      const answeredWhileLocked = !retryAnswered;
+      expect(freeAnswers.map((session) => session?.event_count)).toEqual([1, 1]);
+      expect(batcher.stats.batchedAppends - before.batchedAppends).toBe(free.length);
+      expect(batcher.stats.refusedWhole - before.refusedWhole).toBe(0);
+      expect(batcher.stats.rerunAlone - before.rerunAlone).toBe(0);
+      expect(answeredWhileLocked).toBe(true);
+      expect(await retry).toBe('57014');
+
+      // Once the row is free, the session's appends are stored again, from seq 1.
+      await holder.query('ROLLBACK');
+      expect((await append(locked!))?.event_count).toBe(1);
+      expect((await snapshot(locked!)).events.map((event) => event.seq)).toEqual([1]);
+    } finally {
+      holder.release();
+      await handle.close();
+    }
+  });
 });
 
 describe('a batch written whole, or append by append when one of it is refused (migrations/0014)', () => {

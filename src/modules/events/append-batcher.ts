@@ -42,6 +42,12 @@
 // queue instead of the next batch, so a session that stays locked occupies one connection, not the
 // batches of everyone else. An append that waited in such a queue longer than `sessionQueueWaitMs`
 // is answered 503 without being sent.
+//
+// A session whose queue ended on its lock (an append of it timed out waiting, or was answered 503
+// unsent) keeps sending its appends alone for `sessionQueueWaitMs` more. Otherwise its next append,
+// sent again at once by a client that retries, would join a batch while the row is still locked
+// and hold that batch up for `lockWaitMs` once more: one such stall per statement timeout for as
+// long as the lock lasts, for the batch's appends of every account.
 import type { Limits } from '../../config.js';
 import type { Database } from '../../db/connect.js';
 import type { SessionKey } from '../../db/keys.js';
@@ -50,7 +56,7 @@ import { runForNoAccount } from '../../lib/account-scope.js';
 import type { AccountSlots } from '../../lib/account-slots.js';
 import type { AppendBatchCounts } from '../../lib/metrics-registry.js';
 import type { EventDocument } from './append-plan.js';
-import { type AppendedSession, type BatchResult, type BatchRow, type BatchScope, type BatchedAppend, appendBatchInDatabase, appendInDatabase, batchRolledBackWhole, isCitusDatabase } from './append.repository.js';
+import { type AppendedSession, type BatchResult, type BatchRow, type BatchScope, type BatchedAppend, appendBatchInDatabase, appendInDatabase, batchRolledBackWhole, isCitusDatabase, waitedOutLock } from './append.repository.js';
 
 export interface AppendBatcherOptions {
   /** Appends per database call; 1 sends each alone. At most 32 (see the migration). */
@@ -106,6 +112,11 @@ export class AppendBatcher {
   private overdueTimer: NodeJS.Timeout | undefined;
   /** The queues of the sessions with an append running alone, by sessionId of the key. */
   private readonly sessionQueues = new Map<string, Waiting[]>();
+  /**
+   * Sessions whose queue ended on its lock, with the performance.now() until which their appends
+   * still go alone. In the order they were set, which is the order they end in (one duration).
+   */
+  private readonly lockedUntil = new Map<string, number>();
   private batchScope: BatchScope | undefined;
   private detectingScope = false;
 
@@ -139,7 +150,8 @@ export class AppendBatcher {
     }
     return new Promise((resolve, reject) => {
       const waiting: Waiting = { key, events, ifMatch, arrivedAt: performance.now(), resolve, reject };
-      if (this.sessionQueues.has(sessionIdOf(key))) return this.queueAlone(waiting);
+      const id = sessionIdOf(key);
+      if (this.sessionQueues.has(id) || this.stillLocked(id)) return this.queueAlone(waiting);
       this.waiting.push(waiting);
       this.sendWaiting();
     });
@@ -222,7 +234,11 @@ export class AppendBatcher {
 
   /** Resolves when the batch's call is answered; the appends it did not write go on alone, outside the slot. */
   private async send(batch: Waiting[]): Promise<void> {
-    if (batch.length === 1) return settle(batch[0]!, this.alone(batch[0]!));
+    if (batch.length === 1) {
+      const [only] = batch as [Waiting];
+      if (waitedOutLock(await settle(only, this.alone(only)))) this.markLocked(sessionIdOf(only.key));
+      return;
+    }
     // Session key order: every batch locks its sessions in the same order. The sort is stable, so
     // two appends of one session keep the order in which they arrived.
     batch.sort((a, b) => compareKeys(a.key, b.key));
@@ -274,11 +290,37 @@ export class AppendBatcher {
 
   private async drainSessionQueue(id: string): Promise<void> {
     const queue = this.sessionQueues.get(id)!;
+    let endedOnLock = false;
     for (let next = queue.shift(); next; next = queue.shift()) {
-      if (performance.now() - next.arrivedAt > this.options.sessionQueueWaitMs) next.reject(sessionStillLocked());
-      else await settle(next, this.alone(next));
+      if (performance.now() - next.arrivedAt > this.options.sessionQueueWaitMs) {
+        next.reject(sessionStillLocked());
+        endedOnLock = true;
+      } else {
+        endedOnLock = waitedOutLock(await settle(next, this.alone(next)));
+      }
     }
     this.sessionQueues.delete(id);
+    if (endedOnLock) this.markLocked(id);
+  }
+
+  /** Whether the session's queue ended on its lock less than `sessionQueueWaitMs` ago. */
+  private stillLocked(id: string): boolean {
+    const until = this.lockedUntil.get(id);
+    if (until === undefined) return false;
+    if (until > performance.now()) return true;
+    this.lockedUntil.delete(id);
+    return false;
+  }
+
+  private markLocked(id: string): void {
+    const now = performance.now();
+    // Marks end in the order they were set: the expired ones are at the front.
+    for (const [marked, until] of this.lockedUntil) {
+      if (until > now) break;
+      this.lockedUntil.delete(marked);
+    }
+    this.lockedUntil.delete(id);
+    this.lockedUntil.set(id, now + this.options.sessionQueueWaitMs);
   }
 
   private alone({ key, events, ifMatch }: Pick<Waiting, 'key' | 'events' | 'ifMatch'>): Promise<AppendedSession | undefined> {
@@ -315,10 +357,13 @@ export function compareKeys(a: SessionKey, b: SessionKey): number {
 
 const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
-async function settle(waiting: Waiting, outcome: Promise<AppendedSession | undefined>): Promise<void> {
+/** Answers `waiting` with the outcome; resolves to the error it was answered with, if any. */
+async function settle(waiting: Waiting, outcome: Promise<AppendedSession | undefined>): Promise<unknown> {
   try {
     waiting.resolve(await outcome);
+    return undefined;
   } catch (error) {
     waiting.reject(error);
+    return error;
   }
 }

@@ -155,5 +155,14 @@ const ROLLED_BACK_WHOLE = new Set<string>([SQLSTATE.queryCanceled, SQLSTATE.lock
 export const batchRolledBackWhole = (error: unknown): boolean =>
   error instanceof ConnectionStateError || isShardMovedAway(error) || ROLLED_BACK_WHOLE.has((error as { code?: string }).code ?? '');
 
+/**
+ * Whether a lone append gave up waiting for its session's row: cancelled by the statement timeout
+ * (an append alone has no lock timeout of its own), or past a lock timeout.
+ */
+export const waitedOutLock = (error: unknown): boolean => {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  return code === SQLSTATE.queryCanceled || code === SQLSTATE.lockNotAvailable;
+};
+
 /** Whether the database is Citus, whose batches must keep to one account. */
 export const isCitusDatabase = (db: Database): Promise<boolean> => detectCitus(db);
