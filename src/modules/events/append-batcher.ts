@@ -43,8 +43,9 @@
 // batches of everyone else. An append that waited in such a queue longer than `sessionQueueWaitMs`
 // is answered 503 without being sent.
 //
-// A session whose queue ended on its lock (an append of it timed out waiting, or was answered 503
-// unsent) keeps sending its appends alone for `sessionQueueWaitMs` more. Otherwise its next append,
+// A session whose queue ended on its lock (its last append timed out waiting, or was answered 503
+// unsent), or whose lone append in a batch slot timed out on its row, keeps sending its appends
+// alone for `sessionQueueWaitMs` more. Otherwise its next append,
 // sent again at once by a client that retries, would join a batch while the row is still locked
 // and hold that batch up for `lockWaitMs` once more: one such stall per statement timeout for as
 // long as the lock lasts, for the batch's appends of every account.
