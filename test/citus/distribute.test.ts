@@ -136,7 +136,7 @@ describe('distribute.sql on a Citus cluster', () => {
     await app.close();
   });
 
-  it('applies later migrations that change distributed tables (0015) and functions (0016) to a database distributed before them: every shard and worker gets them', async () => {
+  it('applies later migrations that change distributed tables (0015, 0017) and functions (0016) to a database distributed before them: every shard and worker gets them', async () => {
     // The release before 0015: its migrations alone, then distributed as an operator does.
     const MIGRATIONS = fileURLToPath(new URL('../../migrations/', import.meta.url));
     const earlier = mkdtempSync(join(tmpdir(), 'ass-migrations-'));
@@ -161,6 +161,22 @@ describe('distribute.sql on a Citus cluster', () => {
         new Set([
           "true USING gin (jsonb_set('{}'::jsonb, ARRAY[space_id], metadata) jsonb_path_ops) WHERE (metadata <> '{}'::jsonb) | " +
             "USING gin (title gin_trgm_ops) WHERE (title <> ''::text)",
+        ]),
+      );
+      // Each shard of events has 0017's primary key, carrying author and event_time, and neither
+      // of the two indexes it replaced.
+      const eventShards = await query<{ success: boolean; result: string }>(
+        nodeUrl(coordinatorPort, name),
+        `SELECT success, result FROM run_command_on_shards('events', $command$
+           SELECT string_agg(regexp_replace(pg_get_indexdef(indexrelid), '^CREATE (UNIQUE )?INDEX \\S+ ON \\S+ ', ''), ' | ' ORDER BY pg_get_indexdef(indexrelid))
+           FROM pg_index WHERE indrelid = '%s'::regclass
+         $command$)`,
+      );
+      expect(eventShards.length).toBeGreaterThan(1);
+      expect(new Set(eventShards.map((shard) => `${shard.success} ${shard.result}`))).toEqual(
+        new Set([
+          'true USING btree (account_id, space_id, user_id, session_id, event_id) | ' +
+            'USING btree (account_id, space_id, user_id, session_id, seq) INCLUDE (author, event_time)',
         ]),
       );
       // A later change of a distributed function (0016's apply_state_deltas) reaches every worker,

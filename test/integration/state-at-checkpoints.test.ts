@@ -221,8 +221,8 @@ describe('checkpoints and the session lifecycle', () => {
   });
 });
 
-// The replay reads its range of events through the primary key. events_by_time has the same four
-// leading columns, and the planner, without statistics (a table autovacuum has not analyzed yet),
+// The replay reads its range of events through the primary key. events_by_time had the same four
+// leading columns (the eventId key has them too), and the planner, without statistics (a table autovacuum has not analyzed yet),
 // costs both alike and took it: its scan passes over every event of the session to find the range
 // (state-history.repository.ts, replaySelect).
 describe('the plan of the replay', () => {

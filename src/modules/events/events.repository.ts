@@ -96,13 +96,18 @@ function paged<O>(query: SelectQueryBuilder<DB, 'events', O>, key: SessionKey, f
   return page.offset ? q.offset(page.offset) : q;
 }
 
-/** One page by seq, found by a keyset cursor, an offset, or both. */
+/**
+ * One page by seq, found by a keyset cursor, an offset, or both.
+ *
+ * A page that skips rows (an offset) or filters by author or time is found in two steps: the seqs
+ * of the page, walked in seq order through the primary key, whose entries carry author and
+ * event_time (migrations/0017), so that neither a skipped nor a filtered-out event's row is read;
+ * then the page's rows by those seqs. test/integration/offset-paging.test.ts checks the plan. An
+ * unfiltered page without an offset is the primary key's range itself, read at once.
+ */
 export async function listEvents(db: Executor, key: SessionKey, filters: EventFilters, page: EventPage): Promise<EventRow[]> {
-  if (!page.offset) return paged(db.selectFrom('events').selectAll(), key, filters, page).execute();
-  // The rows before the offset are skipped on their seq alone, read from the index the filters use
-  // (events_pkey, events_by_author or events_by_time: each holds seq), so a skipped event's
-  // content is never read; only the page's rows are read whole. test/integration/offset-paging.test.ts
-  // checks the plan.
+  const skipsRows = Boolean(page.offset) || filters.author !== undefined || filters.after !== undefined || filters.before !== undefined;
+  if (!skipsRows) return paged(db.selectFrom('events').selectAll(), key, filters, page).execute();
   const seqs = paged(db.selectFrom('events').select('events.seq'), key, filters, page);
   return eventsOf(db.selectFrom('events').selectAll(), key).where('seq', 'in', seqs).orderBy('seq', page.order).execute();
 }

@@ -105,8 +105,9 @@ export async function writeStateCheckpoint(db: Executor, key: SessionKey, seq: n
  * session is missing or expired): the greatest checkpoint below it (or the initial state) and the
  * deltas of the events between, read through the events' primary key (account_id, space_id, user_id,
  * session_id, seq) as one range. The range is a subquery ordered by seq: left to itself the planner
- * read it through events_by_time (the same four leading columns), which passes over every event of
- * the session to find the range (11 of 13 ms on a 20,000-event session).
+ * read it through events_by_time (the same four leading columns; dropped since, migrations/0017, but
+ * the eventId key leads with them too), which passes over every event of the session to find the
+ * range (11 of 13 ms on a 20,000-event session).
  */
 function replaySelect({ accountId, spaceId, userId, sessionId }: SessionKey, beforeSeq: number) {
   // Every table is filtered by the account's constant and the lateral subqueries have a FROM, so
