@@ -158,12 +158,15 @@ async function main(): Promise<void> {
   try {
     await migrateToLatest(handle.db);
     const account = await createAccount(handle.db, 'bench');
-    const tracer = await buildApp({ db: recorder, pageTokenKey: randomBytes(32), limits: { ...DEFAULT_LIMITS, rateLimitMax: 0 } });
+    // One page-token key for the tracer and the server: a list case reads, from the server, a page
+    // whose token the tracer issued.
+    const pageTokenKey = randomBytes(32);
+    const tracer = await buildApp({ db: recorder, pageTokenKey, limits: { ...DEFAULT_LIMITS, rateLimitMax: 0 } });
     await tracer.ready();
     const port = await freePort();
     // The longest keep-alive the server allows, so the one connection outlives the EXPLAIN pauses.
     server = startServer(url, port, {
-      env: { HTTP_KEEP_ALIVE_TIMEOUT_MS: '5000' },
+      env: { HTTP_KEEP_ALIVE_TIMEOUT_MS: '5000', PAGE_TOKEN_KEY: pageTokenKey.toString('base64') },
       nodeArgs: process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [],
     });
     const base = `http://127.0.0.1:${port}`;
