@@ -54,6 +54,21 @@ async function rowCounts(db: Kysely<unknown>): Promise<Record<string, number>> {
   return counts;
 }
 
+/**
+ * Each shard's answer (`success result`) for `table`: the definitions of its indexes whose names
+ * match `namePattern`, without the names, in name order.
+ */
+async function shardIndexes(database: string, table: string, namePattern: string): Promise<string[]> {
+  const shards = await query<{ success: boolean; result: string }>(
+    nodeUrl(coordinatorPort, database),
+    `SELECT success, result FROM run_command_on_shards('${table}', $command$
+       SELECT string_agg(regexp_replace(pg_get_indexdef(indexrelid), '^CREATE (UNIQUE )?INDEX \\S+ ON \\S+ ', ''), ' | ' ORDER BY indexrelid::regclass::text)
+       FROM pg_index WHERE indrelid = '%s'::regclass AND indexrelid::regclass::text ~ '${namePattern}'
+     $command$)`,
+  );
+  return shards.map((shard) => `${shard.success} ${shard.result}`);
+}
+
 async function expectTheLayout(db: Kysely<unknown>): Promise<void> {
   const partitions = (
     await sql<{ table: string; partmethod: string; repmodel: string; colocationid: number }>`
@@ -149,15 +164,9 @@ describe('distribute.sql on a Citus cluster', () => {
       await runPsqlFile(coordinatorPort, name, DISTRIBUTE_SQL); // as after every deployment
       await expectTheLayout(handle.db as unknown as Kysely<unknown>);
       // Each shard of sessions has the two search indexes, partial.
-      const shards = await query<{ success: boolean; result: string }>(
-        nodeUrl(coordinatorPort, name),
-        `SELECT success, result FROM run_command_on_shards('sessions', $command$
-           SELECT string_agg(regexp_replace(pg_get_indexdef(indexrelid), '^CREATE INDEX \\S+ ON \\S+ ', ''), ' | ' ORDER BY indexrelid::regclass::text)
-           FROM pg_index WHERE indrelid = '%s'::regclass AND indexrelid::regclass::text ~ '^sessions_(title_trgm|metadata_in_space)'
-         $command$)`,
-      );
-      expect(shards.length).toBeGreaterThan(1);
-      expect(new Set(shards.map((shard) => `${shard.success} ${shard.result}`))).toEqual(
+      const sessionShards = await shardIndexes(name, 'sessions', '^sessions_(title_trgm|metadata_in_space)');
+      expect(sessionShards.length).toBeGreaterThan(1);
+      expect(new Set(sessionShards)).toEqual(
         new Set([
           "true USING gin (jsonb_set('{}'::jsonb, ARRAY[space_id], metadata) jsonb_path_ops) WHERE (metadata <> '{}'::jsonb) | " +
             "USING gin (title gin_trgm_ops) WHERE (title <> ''::text)",
@@ -165,15 +174,9 @@ describe('distribute.sql on a Citus cluster', () => {
       );
       // Each shard of events has 0017's primary key, carrying author and event_time, and neither
       // of the two indexes it replaced.
-      const eventShards = await query<{ success: boolean; result: string }>(
-        nodeUrl(coordinatorPort, name),
-        `SELECT success, result FROM run_command_on_shards('events', $command$
-           SELECT string_agg(regexp_replace(pg_get_indexdef(indexrelid), '^CREATE (UNIQUE )?INDEX \\S+ ON \\S+ ', ''), ' | ' ORDER BY pg_get_indexdef(indexrelid))
-           FROM pg_index WHERE indrelid = '%s'::regclass
-         $command$)`,
-      );
+      const eventShards = await shardIndexes(name, 'events', '.*'); // every index
       expect(eventShards.length).toBeGreaterThan(1);
-      expect(new Set(eventShards.map((shard) => `${shard.success} ${shard.result}`))).toEqual(
+      expect(new Set(eventShards)).toEqual(
         new Set([
           'true USING btree (account_id, space_id, user_id, session_id, event_id) | ' +
             'USING btree (account_id, space_id, user_id, session_id, seq) INCLUDE (author, event_time)',
