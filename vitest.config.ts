@@ -6,6 +6,7 @@ const CITUS_INTEGRATION_SUITES = [
   'spaces',
   'sessions-create',
   'sessions-modify',
+  'sessions-list',
   'events-append',
   'events-concurrency',
   'state-at-event',

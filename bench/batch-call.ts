@@ -19,7 +19,7 @@
 // default 2,000), BENCH_SESSIONS (default 1,000), BENCH_SYNCHRONOUS_COMMIT=off (the client's commits
 // do not wait for the WAL flush: it is the same for all three and, on a slow disk, hides the
 // difference between the calls' own work), BENCH_SETUP_SQL (run once the sessions exist, e.g.
-// `DROP INDEX sessions_title_trgm`, to weigh what an index or a constraint costs the call),
+// `DROP INDEX sessions_space_by_update`, to weigh what an index or a constraint costs the call),
 // BENCH_SETUP_FILE (a file of SQL run after it as one query string, then `VACUUM FULL sessions`:
 // a schema change with function bodies, such as a replaced append_events_batch_whole()).
 import { randomBytes } from 'node:crypto';

@@ -40,7 +40,7 @@ FROM pg_constraint con
 WHERE con.contype = 'f'
   AND con.conrelid IN (SELECT to_regclass(name) FROM unnest(ARRAY[
         'accounts', 'principals', 'credentials', 'policies',
-        'session_spaces', 'space_users', 'sessions', 'events', 'state_checkpoints']) AS name)
+        'session_spaces', 'space_users', 'sessions', 'session_catalog', 'events', 'state_checkpoints']) AS name)
   AND NOT EXISTS (
     SELECT 1 FROM pg_dist_partition p
     WHERE p.logicalrelid = con.conrelid
@@ -60,7 +60,7 @@ BEGIN
     SELECT p.logicalrelid FROM pg_dist_partition p
     WHERE p.logicalrelid IN (SELECT table_name FROM held_foreign_keys UNION SELECT to_regclass(name) FROM unnest(ARRAY[
             'accounts', 'principals', 'credentials', 'policies',
-            'session_spaces', 'space_users', 'sessions', 'events', 'state_checkpoints']) AS name)
+            'session_spaces', 'space_users', 'sessions', 'session_catalog', 'events', 'state_checkpoints']) AS name)
       AND p.partmethod = 'n' AND p.repmodel <> 't'
   LOOP
     PERFORM undistribute_table(leftover);
@@ -75,9 +75,16 @@ SELECT create_reference_table('credentials') WHERE NOT EXISTS (SELECT 1 FROM pg_
 SELECT create_reference_table('policies') WHERE NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'policies'::regclass);
 
 -- 3. Distributed tables, hash-distributed by account_id and colocated: one account's spaces, users,
---    sessions, events and checkpoints are on the same shard, so every request's statements go to one node.
+--    sessions (and their catalog, migrations/0018), events and checkpoints are on the same shard, so
+--    every request's statements go to one node.
 SELECT create_distributed_table('session_spaces', 'account_id') WHERE NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'session_spaces'::regclass);
 SELECT create_distributed_table('space_users', 'account_id', colocate_with => 'session_spaces') WHERE NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'space_users'::regclass);
+-- The catalog of sessions (migrations/0018) before sessions: copying the sessions into their shards
+-- fires its trigger there, which writes each copied session's catalog row again (the same row) into
+-- the catalog's shard of the account, so that shard must exist by then. A database migrated before
+-- 0018 has no catalog yet: 0018 distributes it when it comes.
+SELECT create_distributed_table(to_regclass('session_catalog'), 'account_id', colocate_with => 'session_spaces')
+WHERE to_regclass('session_catalog') IS NOT NULL AND NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = to_regclass('session_catalog'));
 SELECT create_distributed_table('sessions', 'account_id', colocate_with => 'session_spaces') WHERE NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'sessions'::regclass);
 SELECT create_distributed_table('events', 'account_id', colocate_with => 'session_spaces') WHERE NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'events'::regclass);
 SELECT create_distributed_table('state_checkpoints', 'account_id', colocate_with => 'session_spaces') WHERE NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'state_checkpoints'::regclass);
@@ -105,6 +112,7 @@ SELECT create_distributed_function('precondition_failed(bigint)');
 SELECT create_distributed_function('append_events_batch(jsonb, integer, integer)');
 SELECT create_distributed_function('notify_credentials_changed()');
 SELECT create_distributed_function('delete_session_events()');
+SELECT create_distributed_function(to_regprocedure('sync_session_catalog()')) WHERE to_regprocedure('sync_session_catalog()') IS NOT NULL;
 SELECT create_distributed_function('append_events(text, text, text, text, jsonb, bigint[], integer)', 'p_account_id', colocate_with => 'sessions');
 SELECT create_distributed_function('append_events_of_account(text, jsonb, integer, integer)', 'p_account_id', colocate_with => 'sessions');
 

@@ -89,6 +89,20 @@ export interface SessionsTable {
   initial_state: ColumnType<JsonObject | null, string | null | undefined, string | null>;
 }
 
+/**
+ * What appends never change, indexed for the lists by create time and the search (migrations/0018):
+ * kept by a trigger on sessions, never written by the service itself.
+ */
+export interface SessionCatalogTable {
+  account_id: string;
+  space_id: string;
+  user_id: string;
+  session_id: string;
+  create_time: Date;
+  title: string;
+  metadata: Record<string, string>;
+}
+
 export interface EventsTable {
   account_id: string;
   space_id: string;
@@ -128,6 +142,7 @@ export interface DB {
   session_spaces: SessionSpacesTable;
   space_users: SpaceUsersTable;
   sessions: SessionsTable;
+  session_catalog: SessionCatalogTable;
   events: EventsTable;
   state_checkpoints: StateCheckpointsTable;
 }

@@ -21,7 +21,7 @@ import { createCitusDatabase, dropCitusDatabase, nodeUrl, query, runPsqlFile } f
 import { TEST_PAGE_TOKEN_KEY } from '../support/test-app.js';
 
 const DISTRIBUTE_SQL = fileURLToPath(new URL('../../deploy/citus/distribute.sql', import.meta.url));
-const TENANT_TABLES = ['session_spaces', 'space_users', 'sessions', 'events', 'state_checkpoints'];
+const TENANT_TABLES = ['session_spaces', 'space_users', 'sessions', 'session_catalog', 'events', 'state_checkpoints'];
 const REFERENCE_TABLES = ['accounts', 'principals', 'credentials', 'policies'];
 const ALL_TABLES = [...REFERENCE_TABLES, ...TENANT_TABLES];
 
@@ -126,7 +126,7 @@ describe('distribute.sql on a Citus cluster', () => {
     }
     const db = handle.db as unknown as Kysely<unknown>;
     const before = await rowCounts(db);
-    expect(before).toMatchObject({ accounts: 4, sessions: 12, events: 60 });
+    expect(before).toMatchObject({ accounts: 4, sessions: 12, session_catalog: 12, events: 60 });
 
     await runPsqlFile(coordinatorPort, name, DISTRIBUTE_SQL);
     await runPsqlFile(coordinatorPort, name, DISTRIBUTE_SQL);
@@ -151,7 +151,7 @@ describe('distribute.sql on a Citus cluster', () => {
     await app.close();
   });
 
-  it('applies later migrations that change distributed tables (0015, 0017) and functions (0016) to a database distributed before them: every shard and worker gets them', async () => {
+  it('applies later migrations that change distributed tables (0015, 0017, 0018) and functions (0016) to a database distributed before them: every shard and worker gets them', async () => {
     // The release before 0015: its migrations alone, then distributed as an operator does.
     const MIGRATIONS = fileURLToPath(new URL('../../migrations/', import.meta.url));
     const earlier = mkdtempSync(join(tmpdir(), 'ass-migrations-'));
@@ -159,17 +159,60 @@ describe('distribute.sql on a Citus cluster', () => {
       for (const file of readdirSync(MIGRATIONS).filter((file) => file < '0015')) cpSync(join(MIGRATIONS, file), join(earlier, file));
       const { name, handle } = await migratedDatabase(`${earlier}/`);
       await runPsqlFile(coordinatorPort, name, DISTRIBUTE_SQL);
+      // Sessions stored before 0018, in two accounts (two shards at least): its catalog must list them.
+      const url = nodeUrl(coordinatorPort, name);
+      for (const account of ['acct-a', 'acct-b']) {
+        await query(url, `INSERT INTO accounts (account_id, name) VALUES ('${account}', '${account}')`);
+        await query(url, `INSERT INTO session_spaces (account_id, space_id, name) VALUES ('${account}', 'space-1', 'one')`);
+        await query(url, `INSERT INTO space_users (account_id, space_id, user_id) VALUES ('${account}', 'space-1', 'u')`);
+        await query(url, `INSERT INTO sessions (account_id, space_id, user_id, session_id, title) VALUES ('${account}', 'space-1', 'u', 'old', 'before 0018')`);
+      }
 
-      expect(await migrateToLatest(handle.db)).toContain('0015_partial_session_search_indexes');
+      expect(await migrateToLatest(handle.db)).toEqual(['0015_partial_session_search_indexes', '0016_apply_state_deltas_one_step', '0017_events_covering_key', '0018_session_catalog']);
+      // 0018 distributed its table itself: the layout holds before distribute.sql runs again.
+      await expectTheLayout(handle.db as unknown as Kysely<unknown>);
       await runPsqlFile(coordinatorPort, name, DISTRIBUTE_SQL); // as after every deployment
       await expectTheLayout(handle.db as unknown as Kysely<unknown>);
-      // Each shard of sessions has the two search indexes, partial.
-      const sessionShards = await shardIndexes(name, 'sessions', '^sessions_(title_trgm|metadata_in_space)');
+      // The catalog holds the sessions stored before it, and its trigger runs on every shard of
+      // sessions: a new session is listed, a new title replaces the old, a deleted session goes.
+      const catalog = () => query<{ account_id: string; session_id: string; title: string }>(url, 'SELECT account_id, session_id, title FROM session_catalog ORDER BY 1, 2');
+      expect(await catalog()).toEqual([
+        { account_id: 'acct-a', session_id: 'old', title: 'before 0018' },
+        { account_id: 'acct-b', session_id: 'old', title: 'before 0018' },
+      ]);
+      await query(url, `INSERT INTO sessions (account_id, space_id, user_id, session_id, title) VALUES ('acct-a', 'space-1', 'u', 'new', 'after 0018'), ('acct-b', 'space-1', 'u', 'new', 'after 0018')`);
+      await query(url, `UPDATE sessions SET title = 'renamed' WHERE session_id = 'old'`);
+      await query(url, `DELETE FROM sessions WHERE account_id = 'acct-b' AND session_id = 'new'`);
+      expect(await catalog()).toEqual([
+        { account_id: 'acct-a', session_id: 'new', title: 'after 0018' },
+        { account_id: 'acct-a', session_id: 'old', title: 'renamed' },
+        { account_id: 'acct-b', session_id: 'old', title: 'renamed' },
+      ]);
+      // Each shard of sessions keeps its primary key, the update-time lists, the expiry index and
+      // 0015's partial search indexes; each shard of the catalog has the lists by create time, the
+      // session id lookup and search indexes of its own.
+      const sessionShards = await shardIndexes(name, 'sessions', '.*');
       expect(sessionShards.length).toBeGreaterThan(1);
       expect(new Set(sessionShards)).toEqual(
         new Set([
+          'true USING btree (expire_time) WHERE (expire_time IS NOT NULL) | ' +
+            "USING gin (jsonb_set('{}'::jsonb, ARRAY[space_id], metadata) jsonb_path_ops) WHERE (metadata <> '{}'::jsonb) | " +
+            'USING btree (account_id, space_id, user_id, session_id) | ' +
+            'USING btree (account_id, space_id, update_time, user_id, session_id) | ' +
+            "USING gin (title gin_trgm_ops) WHERE (title <> ''::text) | " +
+            'USING btree (account_id, space_id, user_id, update_time, session_id)',
+        ]),
+      );
+      const catalogShards = await shardIndexes(name, 'session_catalog', '.*');
+      expect(catalogShards.length).toBe(sessionShards.length);
+      expect(new Set(catalogShards)).toEqual(
+        new Set([
           "true USING gin (jsonb_set('{}'::jsonb, ARRAY[space_id], metadata) jsonb_path_ops) WHERE (metadata <> '{}'::jsonb) | " +
-            "USING gin (title gin_trgm_ops) WHERE (title <> ''::text)",
+            'USING btree (account_id, space_id, user_id, session_id) | ' +
+            'USING btree (account_id, space_id, create_time, user_id, session_id) | ' +
+            'USING btree (account_id, space_id, session_id) | ' +
+            "USING gin (title gin_trgm_ops) WHERE (title <> ''::text) | " +
+            'USING btree (account_id, space_id, user_id, create_time, session_id)',
         ]),
       );
       // Each shard of events has 0017's primary key, carrying author and event_time, and neither

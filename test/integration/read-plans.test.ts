@@ -1,6 +1,8 @@
 // The metadata filter of session lists is served by the space-scoped GIN index of
 // migrations/0003_read_indexes.sql, and a title search by the trigram index; since migrations/0015
-// both are partial (only sessions with metadata, with a title). An index serves only the exact
+// both are partial (only sessions with metadata, with a title). Since migrations/0018 the lists by
+// create time walk session_catalog, the table of what appends never change, which has its own copy
+// of both for them (test/integration/session-catalog.test.ts). An index serves only the exact
 // expression, and a partial one only a query that states its predicate; if the repository and the
 // indexes drift apart the list still answers correctly, only by scanning the space, so this checks
 // the plan of the query the repository really issues.
@@ -32,7 +34,7 @@ beforeAll(async () => {
              now() - make_interval(secs => g)
       FROM generate_series(1, ${SESSIONS_PER_SPACE}::int) AS g`.execute(t.db);
   }
-  await sql`ANALYZE sessions`.execute(t.db);
+  await sql`ANALYZE sessions, session_catalog`.execute(t.db);
 });
 afterAll(async () => t.close());
 
@@ -62,7 +64,7 @@ describe('session list plans', () => {
 
     const nodes = planNodes(await planOf(t.database.pool, statement));
     expect(nodes.map((node) => node['Index Name'])).toContain('sessions_metadata_in_space');
-    expect(nodes.filter((node) => node['Node Type'] === 'Seq Scan' && node['Relation Name'] === 'sessions')).toEqual([]);
+    expect(nodes.filter((node) => node['Node Type'] === 'Seq Scan' && ['sessions', 'session_catalog'].includes(node['Relation Name'] ?? ''))).toEqual([]);
   });
 
   it('finds a title through the trigram index of titles, which leaves out the sessions without one', async () => {
@@ -72,15 +74,25 @@ describe('session list plans', () => {
 
     const nodes = planNodes(await planOf(t.database.pool, statement));
     expect(nodes.map((node) => node['Index Name'])).toContain('sessions_title_trgm');
-    expect(nodes.filter((node) => node['Node Type'] === 'Seq Scan' && node['Relation Name'] === 'sessions')).toEqual([]);
+    expect(nodes.filter((node) => node['Node Type'] === 'Seq Scan' && ['sessions', 'session_catalog'].includes(node['Relation Name'] ?? ''))).toEqual([]);
   });
 
-  it('keeps sessions without metadata or title out of the search indexes (an append to one writes nothing to them)', async () => {
-    const definitions = await sql<{ indexname: string; indexdef: string }>`
-      SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'sessions' AND indexname IN ('sessions_title_trgm', 'sessions_metadata_in_space') ORDER BY indexname`.execute(t.db);
-    expect(definitions.rows.map((row) => [row.indexname, row.indexdef.replace(/.* WHERE /, '')])).toEqual([
-      ['sessions_metadata_in_space', "(metadata <> '{}'::jsonb)"],
-      ['sessions_title_trgm', "(title <> ''::text)"],
+  it('keeps sessions without metadata or title out of the search indexes; the lists by create time and the session id lookup are on the catalog, which no append writes', async () => {
+    const definitions = await sql<{ tablename: string; indexname: string; indexdef: string }>`
+      SELECT tablename, indexname, indexdef FROM pg_indexes WHERE tablename IN ('sessions', 'session_catalog') ORDER BY tablename, indexname`.execute(t.db);
+    expect(definitions.rows.map((row) => [row.tablename, row.indexname, row.indexdef.replace(/.* USING /, '')])).toEqual([
+      ['session_catalog', 'session_catalog_metadata_in_space', "gin (jsonb_set('{}'::jsonb, ARRAY[space_id], metadata) jsonb_path_ops) WHERE (metadata <> '{}'::jsonb)"],
+      ['session_catalog', 'session_catalog_pkey', 'btree (account_id, space_id, user_id, session_id)'],
+      ['session_catalog', 'session_catalog_space_by_create', 'btree (account_id, space_id, create_time, user_id, session_id)'],
+      ['session_catalog', 'session_catalog_space_by_session_id', 'btree (account_id, space_id, session_id)'],
+      ['session_catalog', 'session_catalog_title_trgm', "gin (title gin_trgm_ops) WHERE (title <> ''::text)"],
+      ['session_catalog', 'session_catalog_user_by_create', 'btree (account_id, space_id, user_id, create_time, session_id)'],
+      ['sessions', 'sessions_expiring', 'btree (expire_time) WHERE (expire_time IS NOT NULL)'],
+      ['sessions', 'sessions_metadata_in_space', "gin (jsonb_set('{}'::jsonb, ARRAY[space_id], metadata) jsonb_path_ops) WHERE (metadata <> '{}'::jsonb)"],
+      ['sessions', 'sessions_pkey', 'btree (account_id, space_id, user_id, session_id)'],
+      ['sessions', 'sessions_space_by_update', 'btree (account_id, space_id, update_time, user_id, session_id)'],
+      ['sessions', 'sessions_title_trgm', "gin (title gin_trgm_ops) WHERE (title <> ''::text)"],
+      ['sessions', 'sessions_user_by_update', 'btree (account_id, space_id, user_id, update_time, session_id)'],
     ]);
   });
 });

@@ -20,7 +20,8 @@ export interface CitusLayout {
 /** The layout a distribution script applies: its create_distributed_table and create_reference_table calls. */
 export function readCitusLayout(file: string, local: string[]): CitusLayout {
   const text = readFileSync(file, 'utf8').replace(/--.*$/gm, '');
-  const distributed = [...text.matchAll(/create_distributed_table\(\s*'([^']+)'\s*,\s*'([^']+)'/g)];
+  // A table that an older schema may not have yet is named through to_regclass().
+  const distributed = [...text.matchAll(/create_distributed_table\(\s*(?:to_regclass\()?'([^']+)'\)?\s*,\s*'([^']+)'/g)];
   const columns = new Set(distributed.map((call) => call[2]!));
   if (columns.size !== 1) throw new Error(`expected one distribution column, found ${[...columns].join(', ') || 'none'}`);
   return {

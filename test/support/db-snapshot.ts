@@ -10,7 +10,7 @@ import { sql } from 'kysely';
 import type { Database } from '../../src/db/connect.js';
 
 /** Every table of migrations/. */
-export const WRITTEN_TABLES = ['accounts', 'principals', 'credentials', 'policies', 'session_spaces', 'space_users', 'sessions', 'events', 'state_checkpoints'] as const;
+export const WRITTEN_TABLES = ['accounts', 'principals', 'credentials', 'policies', 'session_spaces', 'space_users', 'sessions', 'session_catalog', 'events', 'state_checkpoints'] as const;
 
 export type TableFingerprints = Record<string, { rows: number; md5: string }>;
 

@@ -1,5 +1,5 @@
 // Queries on sessions and the per-user session counter. Every query is scoped by account and space.
-import { type Expression, type InsertObject, type ExpressionBuilder, type SqlBool, type Transaction, sql } from 'kysely';
+import { type Expression, type InsertObject, type ExpressionBuilder, type RawBuilder, type SelectQueryBuilder, type SqlBool, type Transaction, sql } from 'kysely';
 import type { Executor } from '../../db/connect.js';
 import { containsPattern } from '../../db/like.js';
 import type { SessionKey, UserKey } from '../../db/keys.js';
@@ -178,75 +178,158 @@ export interface SessionPageRequest {
   offset?: number;
 }
 
+// The lists find their sessions in one of two places. A list ordered by update time walks
+// sessions (sessions_{user,space}_by_update) and tests its filters on it. A list ordered by create
+// time walks session_catalog (migrations/0018), the table of what appends never change, and tests
+// its title and metadata filters on it (it has its own search indexes for that); what only
+// sessions knows, the expiry and the update time, is tested as "no session row with the key says
+// otherwise" (NOT EXISTS). Both rules are about the planner's estimates, measured on a space of a
+// million sessions (bench/README.md): with a filter on one table and the order's index on the
+// other, or with the catalog joined to sessions on the four key columns (whose selectivities it
+// multiplies, as if user and session ids were independent), it expected a handful of rows and
+// sorted every match of a broad metadata filter (seconds) instead of walking the order's index
+// (a millisecond). The anti-join is estimated as what it is: nearly every session is live.
+
+/** The catalog rows of sessions that hold one of the ids, for a filter by session ids (session_catalog_space_by_session_id). */
+const catalogKeysOf = (db: Executor, filter: SessionFilter, sessionIds: string[]) =>
+  db
+    .selectFrom('session_catalog')
+    .select(['session_catalog.user_id', 'session_catalog.session_id'])
+    .where('session_catalog.account_id', '=', filter.accountId)
+    .where('session_catalog.space_id', '=', filter.spaceId)
+    .where('session_catalog.session_id', 'in', sessionIds);
+
+type Searched = 'sessions' | 'session_catalog';
+
 /**
  * The session's metadata under its space id, `{ "<spaceId>": { ...metadata } }`: containment (@>)
- * of one key and value in it is what the sessions_metadata_in_space GIN index serves, reading only
- * that space's entries (migrations/0003_read_indexes.sql). It must stay the index's expression.
+ * of one key and value in it is what the `*_metadata_in_space` GIN indexes of sessions and of
+ * session_catalog serve, reading only that space's entries (migrations/0003, 0018). It must stay
+ * the indexes' expression.
  */
-const metadataInSpace = sql`jsonb_set('{}'::jsonb, ARRAY[sessions.space_id], sessions.metadata)`;
+const metadataInSpace = (table: Searched) => sql`jsonb_set('{}'::jsonb, ARRAY[${sql.ref(`${table}.space_id`)}], ${sql.ref(`${table}.metadata`)})`;
 
-// The predicates of the partial search indexes (migrations/0015), as literals: the planner proves
-// that a query may use a partial index from the query's text, and a bound parameter proves nothing.
-// A metadata filter matches only metadata that holds its key; a non-empty title search only a
-// title that is not empty.
-const METADATA_NOT_EMPTY = sql<SqlBool>`sessions.metadata <> '{}'::jsonb`;
-const TITLE_NOT_EMPTY = sql<SqlBool>`sessions.title <> ''`;
+// The predicates of the partial search indexes (migrations/0015, 0018), as literals: the planner
+// proves that a query may use a partial index from the query's text, and a bound parameter proves
+// nothing. A metadata filter matches only metadata that holds its key; a non-empty title search
+// only a title that is not empty.
+const metadataNotEmpty = (table: Searched) => sql<SqlBool>`${sql.ref(`${table}.metadata`)} <> '{}'::jsonb`;
+const titleNotEmpty = (table: Searched) => sql<SqlBool>`${sql.ref(`${table}.title`)} <> ''`;
 
-function filterExpression(eb: ExpressionBuilder<DB, 'sessions'>, filter: SessionFilter): Expression<SqlBool> {
-  const conditions: Expression<SqlBool>[] = [eb('sessions.account_id', '=', filter.accountId), eb('sessions.space_id', '=', filter.spaceId), SESSION_NOT_EXPIRED];
-  if (filter.userIds?.length) conditions.push(eb('sessions.user_id', 'in', filter.userIds));
-  if (filter.sessionIds?.length) conditions.push(eb('sessions.session_id', 'in', filter.sessionIds));
-  if (filter.title !== undefined) conditions.push(eb('sessions.title', '=', filter.title));
+/** The filters on what both tables hold (space, users, title, metadata), on `table`'s columns. */
+function searchConditions(eb: ExpressionBuilder<DB, Searched>, filter: SessionFilter, table: Searched): Expression<SqlBool>[] {
+  const conditions: Expression<SqlBool>[] = [eb(`${table}.account_id`, '=', filter.accountId), eb(`${table}.space_id`, '=', filter.spaceId)];
+  if (filter.userIds?.length) conditions.push(eb(`${table}.user_id`, 'in', filter.userIds));
+  if (filter.title !== undefined) conditions.push(eb(`${table}.title`, '=', filter.title));
   // Backslash is LIKE's default escape character.
-  if (filter.titleLike !== undefined) conditions.push(eb('sessions.title', 'like', containsPattern(filter.titleLike)));
+  if (filter.titleLike !== undefined) conditions.push(eb(`${table}.title`, 'like', containsPattern(filter.titleLike)));
   // Only a session with a title can match a title that is not empty: said outright, so that the
   // partial index of titles (migrations/0015) can serve the search.
-  if (filter.title || filter.titleLike) conditions.push(TITLE_NOT_EMPTY);
+  if (filter.title || filter.titleLike) conditions.push(titleNotEmpty(table));
   for (const [key, values] of filter.metadata ?? []) {
-    conditions.push(eb.or(values.map((value) => sql<SqlBool>`${metadataInSpace} @> ${JSON.stringify({ [filter.spaceId]: { [key]: value } })}::jsonb`)));
+    conditions.push(eb.or(values.map((value) => sql<SqlBool>`${metadataInSpace(table)} @> ${JSON.stringify({ [filter.spaceId]: { [key]: value } })}::jsonb`)));
   }
-  if (filter.metadata?.size) conditions.push(METADATA_NOT_EMPTY);
+  if (filter.metadata?.size) conditions.push(metadataNotEmpty(table));
+  return conditions;
+}
+
+/** What only sessions holds: not expired, and updated within the filter's times. */
+function liveConditions(eb: ExpressionBuilder<DB, 'sessions'>, filter: SessionFilter): Expression<SqlBool>[] {
+  const conditions: Expression<SqlBool>[] = [SESSION_NOT_EXPIRED];
   if (filter.updatedAfter) conditions.push(eb('sessions.update_time', '>', filter.updatedAfter));
   if (filter.updatedBefore) conditions.push(eb('sessions.update_time', '<', filter.updatedBefore));
-  return eb.and(conditions);
+  return conditions;
+}
+
+/** The matching sessions, found on sessions itself (the lists by update time, the counts). */
+function matchingSessions(db: Executor, filter: SessionFilter) {
+  return db.selectFrom('sessions').where((eb) => {
+    const conditions = [...searchConditions(eb, filter, 'sessions'), ...liveConditions(eb, filter)];
+    if (filter.sessionIds?.length) {
+      conditions.push(sql<SqlBool>`(sessions.user_id, sessions.session_id) IN (${catalogKeysOf(db, filter, filter.sessionIds)})`);
+    }
+    return eb.and(conditions);
+  });
+}
+
+/** The matching sessions' catalog rows (the lists by create time). */
+function matchingCatalogRows(db: Executor, filter: SessionFilter) {
+  return db.selectFrom('session_catalog').where((eb) => {
+    const conditions = searchConditions(eb, filter, 'session_catalog');
+    if (filter.sessionIds?.length) conditions.push(eb('session_catalog.session_id', 'in', filter.sessionIds));
+    // Every catalog row has its session row (the trigger writes both in one transaction).
+    // The account and space as constants too, so that Citus sees one shard (colocated: the same node).
+    const sessionRuledOut = eb
+      .selectFrom('sessions')
+      .select(sql`1`.as('one'))
+      .where('sessions.account_id', '=', filter.accountId)
+      .where('sessions.space_id', '=', filter.spaceId)
+      .whereRef('sessions.account_id', '=', 'session_catalog.account_id')
+      .whereRef('sessions.space_id', '=', 'session_catalog.space_id')
+      .whereRef('sessions.user_id', '=', 'session_catalog.user_id')
+      .whereRef('sessions.session_id', '=', 'session_catalog.session_id')
+      .where((inner) => inner.not(inner.and(liveConditions(inner, filter))));
+    conditions.push(eb.not(eb.exists(sessionRuledOut)));
+    return eb.and(conditions);
+  });
 }
 
 /**
- * One page in keyset order, matching the sessions_{user,space}_by_{update,create} indexes, each row
- * with its user's and space's state (joined: one query per page, not one per session). The page is
- * chosen first and joined after: when a metadata filter is served by its GIN index, every matching
- * session is sorted to find the page, and joining only the page's rows keeps the users' rows out of
- * that (a hash join of the whole space's users, otherwise).
+ * One page in keyset order, matching the sessions_{user,space}_by_update and
+ * session_catalog_{user,space}_by_create indexes, each row with its user's and space's state
+ * (joined: one query per page, not one per session). The page is chosen first and joined after:
+ * when a metadata filter is served by its GIN index, every matching session is sorted to find the
+ * page, and joining only the page's rows keeps the users' rows out of that (a hash join of the
+ * whole space's users, otherwise).
  */
 export async function listSessionRows(db: Executor, page: SessionPageRequest): Promise<SessionWithSharedState[]> {
+  const table = page.orderBy === 'create_time' ? 'session_catalog' : 'sessions';
   const keys = page.scope === 'user' ? [page.orderBy, 'session_id'] : [page.orderBy, 'user_id', 'session_id'];
-  const columns = keys.map((column) => `sessions.${column}`);
-  let seek = db.selectFrom('sessions').where((eb) => filterExpression(eb, page.filter));
+  const columns = keys.map((column) => sql.ref(`${table}.${column}`));
+  let after: RawBuilder<SqlBool> | undefined;
   if (page.after) {
     const { time, userId, sessionId } = page.after;
     const values = page.scope === 'user' ? [sql`${time}::timestamptz`, sql`${sessionId}`] : [sql`${time}::timestamptz`, sql`${userId}`, sql`${sessionId}`];
     const comparison = page.direction === 'desc' ? sql.raw('<') : sql.raw('>');
-    seek = seek.where(sql<SqlBool>`(${sql.join(columns.map((column) => sql.ref(column)))}) ${comparison} (${sql.join(values)})`);
+    after = sql<SqlBool>`(${sql.join(columns)}) ${comparison} (${sql.join(values)})`;
   }
-  for (const column of columns) seek = seek.orderBy(sql.ref(column), page.direction);
-  seek = seek.limit(page.limit);
   // With an offset, the sessions before it are skipped on their keys alone (the columns of the
   // order's index), and only the page's rows are read whole: a skipped session's state, metadata
-  // and memo are never read. test/integration/offset-paging.test.ts checks the plan.
-  const chosen = page.offset
-    ? db
-        .selectFrom(seek.offset(page.offset).select(['sessions.account_id', 'sessions.space_id', 'sessions.user_id', 'sessions.session_id']).as('skipped_to'))
-        .innerJoin('sessions', (join) =>
-          join
-            .onRef('sessions.account_id', '=', 'skipped_to.account_id')
-            .onRef('sessions.space_id', '=', 'skipped_to.space_id')
-            .onRef('sessions.user_id', '=', 'skipped_to.user_id')
-            .onRef('sessions.session_id', '=', 'skipped_to.session_id'),
-        )
-        .selectAll('sessions')
-    : seek.selectAll('sessions');
+  // and memo are never read. test/integration/offset-paging.test.ts checks the plan. A list by
+  // create time reads its keys from the catalog, and its rows from sessions likewise.
+  let chosenKeys;
+  if (table === 'sessions') {
+    let seek = matchingSessions(db, page.filter);
+    if (after) seek = seek.where(after);
+    for (const column of columns) seek = seek.orderBy(column, page.direction);
+    seek = seek.limit(page.limit);
+    if (!page.offset) return withSharedState(db, seek.selectAll('sessions'), keys, page.direction);
+    chosenKeys = seek.offset(page.offset).select(['sessions.account_id', 'sessions.space_id', 'sessions.user_id', 'sessions.session_id']);
+  } else {
+    let seek = matchingCatalogRows(db, page.filter);
+    if (after) seek = seek.where(after);
+    for (const column of columns) seek = seek.orderBy(column, page.direction);
+    seek = seek.limit(page.limit);
+    if (page.offset) seek = seek.offset(page.offset);
+    chosenKeys = seek.select(['session_catalog.account_id', 'session_catalog.space_id', 'session_catalog.user_id', 'session_catalog.session_id']);
+  }
+  const chosen = db
+    .selectFrom(chosenKeys.as('chosen'))
+    .innerJoin('sessions', (join) =>
+      join
+        .onRef('sessions.account_id', '=', 'chosen.account_id')
+        .onRef('sessions.space_id', '=', 'chosen.space_id')
+        .onRef('sessions.user_id', '=', 'chosen.user_id')
+        .onRef('sessions.session_id', '=', 'chosen.session_id'),
+    )
+    .selectAll('sessions');
+  return withSharedState(db, chosen, keys, page.direction);
+}
+
+/** The page's sessions with their user's and space's state, in the page's order. */
+function withSharedState(db: Executor, page: SelectQueryBuilder<DB, 'sessions', SessionRow>, keys: string[], direction: 'asc' | 'desc'): Promise<SessionWithSharedState[]> {
   let query = db
-    .selectFrom(chosen.as('page'))
+    .selectFrom(page.as('page'))
     .innerJoin('space_users', (join) =>
       join.onRef('space_users.account_id', '=', 'page.account_id').onRef('space_users.space_id', '=', 'page.space_id').onRef('space_users.user_id', '=', 'page.user_id'),
     )
@@ -254,15 +337,13 @@ export async function listSessionRows(db: Executor, page: SessionPageRequest): P
     .selectAll('page')
     .select(['space_users.state as user_state', 'session_spaces.state as app_state']);
   // A join does not keep its input's order.
-  for (const key of keys) query = query.orderBy(sql.ref(`page.${key}`), page.direction);
+  for (const key of keys) query = query.orderBy(sql.ref(`page.${key}`), direction);
   return query.execute();
 }
 
 export async function countSessions(db: Executor, filter: SessionFilter): Promise<number> {
-  const row = await db
-    .selectFrom('sessions')
+  const row = await matchingSessions(db, filter)
     .select((eb) => eb.fn.countAll<number>().as('count'))
-    .where((eb) => filterExpression(eb, filter))
     .executeTakeFirstOrThrow();
   return Number(row.count);
 }
