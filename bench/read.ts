@@ -1,5 +1,6 @@
 // Read latency against data size (issues 5 and 9): describe a session, list sessions with a
-// metadata filter in a space of 1,000,000 sessions (and, for flatness, in a small space), list
+// metadata filter in a space of 1,000,000 sessions (and, for flatness, in a small space; by update
+// time, and by create time, which walks session_catalog since migrations/0018), list
 // events and read the context (maxEvents=50) of sessions with 100 / 10,000 / 100,000 events.
 // Each case is read N times, sequentially, from the real server (a child process running
 // src/server.ts) over one kept-alive HTTP connection, and in the same rounds (interleaved, so all
