@@ -1,8 +1,9 @@
 // session_catalog (migrations/0018) holds, for every session, its keys, create time, title and
 // metadata: the lists by create time and the search read them there. It is kept by a trigger on
 // sessions, so every path that writes a session must leave the two in step: create, a title or
-// metadata change, an import (also one replacing an expired session), a delete, the expiry sweep,
-// a space's deletion. An append must not write it at all: that is what the table is for. And the
+// metadata change, an import (also one replacing an expired session), a delete, the expiry sweep
+// (a space is deleted only once it holds no session). An append must not write it at all: that is
+// what the table is for. And the
 // lists by create time walk it, testing their filters on it; the lists by update time never touch it.
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
