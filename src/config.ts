@@ -113,6 +113,9 @@ const environmentSchema = z.object({
   SWEEP_INTERVAL_MS: int(0, 60_000),
   // The embedded database's autovacuum (src/db/embedded-vacuum.ts): pause between its runs; 0: never.
   EMBEDDED_VACUUM_INTERVAL_MS: int(0, 60_000),
+  // Planner statistics where autovacuum has not gathered them (src/db/planner-statistics.ts): pause
+  // between the checks; 0: never.
+  ANALYZE_INTERVAL_MS: int(0, 5_000),
   // How often the event streams' feed reads the event counts of sessions with open streams; 0: never
   // (streams then see appends through other instances on their heartbeat only).
   EVENT_STREAM_POLL_MS: int(0, 250),
@@ -196,6 +199,8 @@ export interface Config {
   sweeper: { intervalMs: number; batchSize: number };
   /** Pause between the embedded database's vacuum runs (PGlite only); 0 turns them off. */
   embeddedVacuumIntervalMs: number;
+  /** Pause between the checks for tables to analyze; 0 turns them off. */
+  analyzeIntervalMs: number;
   /** EVENT_STREAM_POLL_MS: the event streams' poll interval (src/db/event-feed.ts). */
   eventStreamPollMs: number;
   /** Most credentials the verified-credential cache holds; 0 turns the cache off. */
@@ -284,6 +289,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     limits: limitsFrom(e),
     sweeper: { intervalMs: e.SWEEP_INTERVAL_MS, batchSize: e.SWEEP_BATCH_SIZE },
     embeddedVacuumIntervalMs: e.EMBEDDED_VACUUM_INTERVAL_MS,
+    analyzeIntervalMs: e.ANALYZE_INTERVAL_MS,
     eventStreamPollMs: e.EVENT_STREAM_POLL_MS,
     credentialCacheSize: e.CREDENTIAL_CACHE_SIZE,
     redis: e.REDIS_URL ? { url: e.REDIS_URL, keyPrefix: e.REDIS_KEY_PREFIX } : undefined,

@@ -8,6 +8,7 @@ import { buildApp } from './app.js';
 import { type Config, loadConfig } from './config.js';
 import { openDatabase } from './db/connect.js';
 import { type EmbeddedVacuum, startEmbeddedVacuum } from './db/embedded-vacuum.js';
+import { startStatisticsKeeper } from './db/planner-statistics.js';
 import { migrateToLatest } from './db/migrate.js';
 import { databaseTargets, type DatabaseTarget, describeDatabaseFailure } from './db/unreachable-database.js';
 import { type DataDirLock, lockDataDir } from './lib/data-dir-lock.js';
@@ -61,6 +62,9 @@ async function main(): Promise<void> {
   // PGlite has no autovacuum of its own: the embedded server does its work.
   const embeddedVacuum: EmbeddedVacuum | undefined =
     database.kind === 'pglite' && config.embeddedVacuumIntervalMs > 0 ? startEmbeddedVacuum(database.db, { intervalMs: config.embeddedVacuumIntervalMs, logger }) : undefined;
+  // A database without autovacuum, or before its first run, plans session lookups without statistics;
+  // on PGlite this covers the minute before the embedded vacuum's first run.
+  const statisticsKeeper = config.analyzeIntervalMs > 0 ? startStatisticsKeeper(database.db, { intervalMs: config.analyzeIntervalMs, logger }) : undefined;
 
   // Listens for credential changes on its own connection; closed with the app.
   const credentialCache = config.credentialCacheSize > 0 ? startCredentialCache(database.listen, { maxEntries: config.credentialCacheSize, logger }) : undefined;
@@ -91,6 +95,7 @@ async function main(): Promise<void> {
     await app.close().finally(() => clearInterval(closeIdle)); // closes the credential cache's listener too
     await sweeper?.stop(); // waits for a sweep in flight, which needs the database
     await embeddedVacuum?.stop(); // likewise
+    await statisticsKeeper?.stop();
     // How many connections the pool ends here (each with a Terminate message, not a cut socket).
     const closedConnections = database.pool.totalCount;
     await database.close();
@@ -106,6 +111,7 @@ async function main(): Promise<void> {
     await app.close();
     await sweeper?.stop();
     await embeddedVacuum?.stop();
+    await statisticsKeeper?.stop();
     await database.close();
     await lock?.release();
     throw new StartupFailure(reason);

@@ -28,6 +28,7 @@ describe('loadConfig', () => {
       limits: DEFAULT_LIMITS,
       sweeper: { intervalMs: 60_000, batchSize: 500 },
       embeddedVacuumIntervalMs: 60_000,
+      analyzeIntervalMs: 5_000,
       eventStreamPollMs: 250,
       credentialCacheSize: 10_000,
     });
@@ -118,6 +119,7 @@ describe('loadConfig', () => {
       SWEEP_INTERVAL_MS: '0',
       SWEEP_BATCH_SIZE: '50',
       EMBEDDED_VACUUM_INTERVAL_MS: '5000',
+      ANALYZE_INTERVAL_MS: '0',
       CREDENTIAL_CACHE_SIZE: '0',
     });
     expect(config).toMatchObject({
@@ -130,6 +132,7 @@ describe('loadConfig', () => {
       limits: { ...DEFAULT_LIMITS, bodyBytes: 2048, batchEvents: 10 },
       sweeper: { intervalMs: 0, batchSize: 50 },
       embeddedVacuumIntervalMs: 5000,
+      analyzeIntervalMs: 0,
       credentialCacheSize: 0,
     });
   });
@@ -175,6 +178,7 @@ describe('loadConfig', () => {
     ['DB_POOL_MAX', { DB_POOL_MAX: '0' }],
     ['SWEEP_INTERVAL_MS', { SWEEP_INTERVAL_MS: '-1' }],
     ['EMBEDDED_VACUUM_INTERVAL_MS', { EMBEDDED_VACUUM_INTERVAL_MS: '-1' }],
+    ['ANALYZE_INTERVAL_MS', { ANALYZE_INTERVAL_MS: 'often' }],
     ['SWEEP_BATCH_SIZE', { SWEEP_BATCH_SIZE: '0' }],
     ['SWEEP_BATCH_SIZE', { SWEEP_BATCH_SIZE: '10001' }],
     ['HTTP_HEADERS_TIMEOUT_MS', { HTTP_HEADERS_TIMEOUT_MS: '50' }],

@@ -1,0 +1,146 @@
+// Planner statistics where autovacuum has not gathered them (src/db/planner-statistics.ts). Without
+// statistics a session's key lookup plans as a tie between the primary key and the list indexes
+// that start with (account, space), and PostgreSQL takes a list index: each append then walks its
+// whole space. Run on both backends: PGlite plans the same way, and its autovacuum never runs.
+import { type Kysely, sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import type { DB } from '../../src/db/schema.js';
+import { analyzeDueTables, findTablesToAnalyze, startStatisticsKeeper } from '../../src/db/planner-statistics.js';
+import { untilValue } from '../support/poll.js';
+import { createTestApp, type TestApp } from '../support/test-app.js';
+
+let t: TestApp;
+beforeAll(async () => {
+  t = await createTestApp();
+});
+afterAll(async () => t.close());
+
+const SESSIONS = 300;
+
+/** `count` sessions of up to 30 users in the account's default space, one statement per table. */
+async function insertSessions(prefix: string, count: number): Promise<void> {
+  const { accountId, defaultSpaceId: spaceId } = t.account;
+  const users = Math.min(count, 30);
+  await sql`INSERT INTO space_users (account_id, space_id, user_id)
+            SELECT ${accountId}, ${spaceId}, ${prefix} || '-user-' || n FROM generate_series(0, ${users - 1}) AS n`.execute(t.db);
+  await sql`INSERT INTO sessions (account_id, space_id, user_id, session_id)
+            SELECT ${accountId}, ${spaceId}, ${prefix} || '-user-' || (n % ${users}), ${prefix} || '-session-' || n
+            FROM generate_series(0, ${count - 1}) AS n`.execute(t.db);
+}
+
+/** The index of the generic plan (the one PL/pgSQL and prepared statements keep) of a session lookup by its key. */
+async function indexOfKeyLookup(): Promise<string> {
+  return t.db.connection().execute(async (connection: Kysely<DB>) => {
+    await sql`SET plan_cache_mode = force_generic_plan`.execute(connection);
+    try {
+      await sql`PREPARE key_lookup(text, text, text, text) AS
+                UPDATE sessions SET event_count = event_count + 1
+                WHERE account_id = $1 AND space_id = $2 AND user_id = $3 AND session_id = $4`.execute(connection);
+      const { rows } = await sql<{ 'QUERY PLAN': string }>`EXPLAIN EXECUTE key_lookup('a', 's', 'u', 'k')`.execute(connection);
+      await sql`DEALLOCATE key_lookup`.execute(connection);
+      const scan = rows.map((row) => row['QUERY PLAN']).find((line) => line.includes('Index Scan'));
+      return /Index Scan using (\S+)/.exec(scan ?? '')?.[1] ?? `no index scan: ${rows.map((row) => row['QUERY PLAN']).join(' / ')}`;
+    } finally {
+      await sql`RESET plan_cache_mode`.execute(connection);
+    }
+  });
+}
+
+interface TableStats {
+  analyzes: number;
+  n_mod_since_analyze: number;
+}
+
+async function statsOf(table: string): Promise<TableStats> {
+  const { rows } = await sql<TableStats>`
+    SELECT (analyze_count + autoanalyze_count)::int AS analyzes, n_mod_since_analyze::int
+    FROM pg_stat_user_tables WHERE relname = ${table} AND schemaname = current_schema()`.execute(t.db);
+  return rows[0]!;
+}
+
+/** Statistics reach pg_stat_user_tables when the writing backend next reports them (up to ~10 s on PostgreSQL). */
+const untilStats = <T>(read: () => Promise<T>, done: (value: T) => boolean, what: string) =>
+  untilValue(read, done, what, { timeoutMs: 20_000, intervalMs: 100 });
+
+/** Holds a transaction open with `lock` taken until `release` resolves; answers once it is held. */
+async function holding(lock: (trx: Kysely<DB>) => Promise<unknown>): Promise<{ release: () => Promise<void> }> {
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  let held!: () => void;
+  const taken = new Promise<void>((resolve) => (held = resolve));
+  const transaction = t.db.transaction().execute(async (trx) => {
+    await lock(trx);
+    held();
+    await released;
+  });
+  await taken;
+  return { release: async () => (release(), await transaction) };
+}
+
+describe('planner statistics', () => {
+  it('analyzes a table that was never analyzed once enough rows changed, and the key lookup then plans on the primary key', async () => {
+    await insertSessions('fresh', SESSIONS);
+    // The hazard this guards against, on this very schema: without statistics the lookup takes a list index.
+    expect(await indexOfKeyLookup()).not.toBe('sessions_pkey');
+    await untilStats(() => statsOf('sessions'), (stats) => stats.n_mod_since_analyze >= SESSIONS, 'the inserted sessions to be counted');
+    expect(await findTablesToAnalyze(t.db)).toContain('sessions');
+
+    const before = await statsOf('sessions');
+    const timeoutBefore = (await sql<{ statement_timeout: string }>`SHOW statement_timeout`.execute(t.db)).rows[0]!.statement_timeout;
+    expect(await analyzeDueTables(t.db)).toContain('sessions');
+
+    expect(await indexOfKeyLookup()).toBe('sessions_pkey');
+    await untilStats(() => statsOf('sessions'), (stats) => stats.analyzes > before.analyzes, 'the ANALYZE of sessions to be counted');
+    expect(await findTablesToAnalyze(t.db)).not.toContain('sessions');
+    expect((await sql<{ statement_timeout: string }>`SHOW statement_timeout`.execute(t.db)).rows[0]!.statement_timeout).toBe(timeoutBefore);
+  });
+
+  it('analyzes an analyzed table again only where autovacuum will not: when it is off', async () => {
+    const { rows } = await sql<{ on: boolean }>`SELECT current_setting('autovacuum')::boolean AND current_setting('track_counts')::boolean AS on`.execute(t.db);
+    const before = await statsOf('sessions');
+    expect(before.analyzes).toBeGreaterThan(0); // the test above analyzed it
+    await insertSessions('more', SESSIONS);
+    await untilStats(() => statsOf('sessions'), (stats) => stats.n_mod_since_analyze >= SESSIONS, 'the new sessions to be counted');
+    // With autovacuum on, its next run takes the table; with it off, nothing else will.
+    expect((await findTablesToAnalyze(t.db)).includes('sessions')).toBe(!rows[0]!.on);
+  });
+
+  it.runIf(inject('testBackend').kind === 'postgres')('passes a table by while another instance analyzes it, or while maintenance holds its lock (PostgreSQL: a second connection holds the lock)', async () => {
+    await insertSessions('busy', SESSIONS);
+    await untilStats(() => findTablesToAnalyze(t.db), (tables) => tables.includes('space_users'), 'space_users to be due');
+
+    // Another instance holds the table's advisory lock: passed by at once.
+    const instance = await holding((trx) => sql`SELECT pg_advisory_xact_lock(hashtextextended(${JSON.stringify(['analyze', 'space_users'])}, 0))`.execute(trx));
+    try {
+      expect(await analyzeDueTables(t.db)).not.toContain('space_users');
+    } finally {
+      await instance.release();
+    }
+    // A VACUUM or CREATE INDEX holds the lock ANALYZE needs: passed by after the lock wait, no error.
+    const maintenance = await holding((trx) => sql`LOCK TABLE space_users IN SHARE UPDATE EXCLUSIVE MODE`.execute(trx));
+    try {
+      expect(await analyzeDueTables(t.db)).not.toContain('space_users');
+    } finally {
+      await maintenance.release();
+    }
+    expect(await analyzeDueTables(t.db)).toContain('space_users');
+  });
+
+  it('runs on its timer until stopped, and logs what it analyzed', async () => {
+    const logged: { fields: object; message: string }[] = [];
+    const logger = { info: (fields: object, message: string) => logged.push({ fields, message }), error: (fields: object, message: string) => logged.push({ fields, message }) };
+    // events, never analyzed so far in this database, past the threshold of 50 changed rows.
+    const url = `/v1/spaces/${t.account.defaultSpaceId}/users/timer-user-0/sessions/timer-session-0/events`;
+    await insertSessions('timer', 1);
+    for (let n = 0; n < 60; n++) expect((await t.request({ method: 'POST', url, payload: { author: 'user' } })).statusCode).toBe(201);
+    await untilStats(() => findTablesToAnalyze(t.db), (tables) => tables.includes('events'), 'events to be due');
+    const keeper = startStatisticsKeeper(t.db, { intervalMs: 50, logger });
+    try {
+      await untilValue(() => logged.length, (count) => count > 0, 'the keeper to run');
+    } finally {
+      await keeper.stop();
+    }
+    expect(logged[0]).toMatchObject({ message: 'planner statistics gathered', fields: { analyzed: expect.arrayContaining(['events']) } });
+    expect(logged.filter((entry) => entry.message === 'gathering planner statistics failed')).toEqual([]);
+  });
+});
