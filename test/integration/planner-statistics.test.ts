@@ -2,11 +2,16 @@
 // statistics a session's key lookup plans as a tie between the primary key and the list indexes
 // that start with (account, space), and PostgreSQL takes a list index: each append then walks its
 // whole space. Run on both backends: PGlite plans the same way, and its autovacuum never runs.
+import { randomBytes } from 'node:crypto';
 import { type Kysely, sql } from 'kysely';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { DB } from '../../src/db/schema.js';
 import { analyzeDueTables, findTablesToAnalyze, startStatisticsKeeper } from '../../src/db/planner-statistics.js';
+import { issueCredential } from '../../src/modules/accounts/credentials.js';
+import { withDatabase } from '../support/backend.js';
 import { untilValue } from '../support/poll.js';
+import { freePort, killServiceProcess, type ServiceProcess, startServiceProcess, waitUntilReady } from '../support/service-process.js';
 import { createTestApp, type TestApp } from '../support/test-app.js';
 
 let t: TestApp;
@@ -142,5 +147,67 @@ describe('planner statistics', () => {
     }
     expect(logged[0]).toMatchObject({ message: 'planner statistics gathered', fields: { analyzed: expect.arrayContaining(['events']) } });
     expect(logged.filter((entry) => entry.message === 'gathering planner statistics failed')).toEqual([]);
+  });
+});
+
+// The server starts the keeper itself: a fresh database, sessions created through the API, and the
+// key lookup is planned on the primary key without anyone running ANALYZE. PostgreSQL: the check
+// reads the database from a second connection while the server runs.
+const backend = inject('testBackend');
+describe.runIf(backend.kind === 'postgres')('the server process (PostgreSQL)', () => {
+  const database = `ass_analyze_${randomBytes(6).toString('hex')}`;
+  const adminUrl = backend.kind === 'postgres' ? backend.adminUrl : '';
+  let admin: pg.Client;
+  let service: ServiceProcess | undefined;
+
+  beforeAll(async () => {
+    admin = new pg.Client({ connectionString: adminUrl });
+    await admin.connect();
+    await admin.query(`CREATE DATABASE "${database}" TEMPLATE "${backend.kind === 'postgres' ? backend.template : ''}"`);
+  });
+  afterAll(async () => {
+    killServiceProcess(service);
+    await service?.exited;
+    await admin.query(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`);
+    await admin.end();
+  });
+
+  it('analyzes the sessions of a fresh database on its own, and its key lookup then plans on the primary key', { timeout: 60_000 }, async () => {
+    const token = issueCredential().token;
+    service = startServiceProcess({
+      DATABASE_URL: withDatabase(adminUrl, database),
+      ROOT_API_KEY: token,
+      PORT: String(await freePort()),
+      LOG_LEVEL: 'info',
+      RATE_LIMIT_MAX: '0',
+      ANALYZE_INTERVAL_MS: '200',
+    });
+    await waitUntilReady(service);
+    const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+    const space = await fetch(`${service.baseUrl}/v1/spaces`, { method: 'POST', headers, body: JSON.stringify({ name: 'statistics' }) });
+    const { spaceId } = (await space.json()) as { spaceId: string };
+    for (let n = 0; n < SESSIONS; n++) {
+      const created = await fetch(`${service.baseUrl}/v1/spaces/${spaceId}/users/u${n % 30}/sessions`, { method: 'POST', headers, body: JSON.stringify({ sessionId: `s${n}` }) });
+      expect(created.status).toBe(201);
+    }
+
+    const gathered = (analyzed: string) =>
+      service!.logLines().some((line) => line.msg === 'planner statistics gathered' && (line.analyzed as string[]).includes(analyzed));
+    await untilValue(() => gathered('sessions'), (done) => done, 'the server to analyze sessions', { timeoutMs: 30_000, intervalMs: 100 });
+
+    const client = new pg.Client({ connectionString: withDatabase(adminUrl, database) });
+    await client.connect();
+    try {
+      await client.query('SET plan_cache_mode = force_generic_plan');
+      await client.query(`PREPARE key_lookup(text, text, text, text) AS
+        UPDATE sessions SET event_count = event_count + 1 WHERE account_id = $1 AND space_id = $2 AND user_id = $3 AND session_id = $4`);
+      const plan = (await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN EXECUTE key_lookup('a', 's', 'u', 'k')`)).rows.map((row) => row['QUERY PLAN']).join('\n');
+      expect(plan).toContain('Index Scan using sessions_pkey');
+    } finally {
+      await client.end();
+    }
+    expect(service.logLines().filter((line) => line.msg === 'gathering planner statistics failed')).toEqual([]);
+    service.child.kill('SIGTERM');
+    expect(await service.exited).toEqual({ code: 0, signal: null });
   });
 });
