@@ -8,13 +8,12 @@ import { cp, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { openDatabase, type Database } from '../../src/db/connect.js';
 import { authenticate } from '../../src/modules/accounts/accounts.service.js';
 import { AppError } from '../../src/errors.js';
 import { decryptSecret } from '../../src/modules/accounts/secret-box.js';
-import { withDatabase } from '../support/backend.js';
+import { cloneMigratedDatabase } from '../support/test-database.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const TIMEOUT_MS = 60_000;
@@ -24,16 +23,6 @@ interface CliDatabase {
   /** Runs `fn` on the database while no command holds it. */
   use<T>(fn: (db: Database) => Promise<T>): Promise<T>;
   dispose(): Promise<void>;
-}
-
-async function adminQuery(adminUrl: string, text: string): Promise<void> {
-  const client = new pg.Client({ connectionString: adminUrl });
-  await client.connect();
-  try {
-    await client.query(text);
-  } finally {
-    await client.end();
-  }
 }
 
 async function cliDatabase(): Promise<CliDatabase> {
@@ -54,20 +43,18 @@ async function cliDatabase(): Promise<CliDatabase> {
       dispose: () => rm(dataDir, { recursive: true, force: true }),
     };
   }
-  const name = `ass_admin_${randomBytes(6).toString('hex')}`;
-  await adminQuery(backend.adminUrl, `CREATE DATABASE "${name}" TEMPLATE "${backend.template}"`);
-  const url = withDatabase(backend.adminUrl, name);
+  const clone = await cloneMigratedDatabase('ass_admin');
   return {
-    env: { DATABASE_URL: url },
+    env: { DATABASE_URL: clone.url },
     async use(fn) {
-      const handle = await openDatabase({ kind: 'postgres', url, poolMax: 1, statementTimeoutMs: 60_000, connectTimeoutMs: 10_000 });
+      const handle = await openDatabase({ kind: 'postgres', url: clone.url, poolMax: 1, statementTimeoutMs: 60_000, connectTimeoutMs: 10_000 });
       try {
         return await fn(handle.db);
       } finally {
         await handle.close();
       }
     },
-    dispose: () => adminQuery(backend.adminUrl, `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`),
+    dispose: () => clone.drop(),
   };
 }
 

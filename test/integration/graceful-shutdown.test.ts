@@ -1,15 +1,14 @@
 // SIGTERM while a request is in flight: the request finishes with its 2xx, no new connection is
 // accepted, the pool closes and the process exits 0. The request is held in flight
 // deterministically: a separate connection locks the session row, so the append waits on it.
-import { randomBytes } from 'node:crypto';
 import { Agent, request } from 'node:http';
 import { connect } from 'node:net';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { APPLICATION_NAME } from '../../src/db/connect.js';
 import { issueCredential } from '../../src/modules/accounts/credentials.js';
-import { withDatabase } from '../support/backend.js';
 import { type ServiceProcess, freePort, killServiceProcess, sleep, startServiceProcess, waitUntilReady } from '../support/service-process.js';
+import { type ClonedDatabase, cloneMigratedDatabase } from '../support/test-database.js';
 
 const backend = inject('testBackend');
 
@@ -44,21 +43,20 @@ function refused(port: number): Promise<boolean> {
 // Holding a row lock needs a second connection to the service's database, and the pool check
 // reads pg_stat_activity: PostgreSQL only (PGlite is one session inside the service's process).
 describe.runIf(backend.kind === 'postgres')('graceful shutdown on SIGTERM (PostgreSQL)', () => {
-  const database = `ass_shutdown_${randomBytes(6).toString('hex')}`;
   const adminUrl = backend.kind === 'postgres' ? backend.adminUrl : '';
-  const databaseUrl = withDatabase(adminUrl || 'postgres://x/y', database);
+  let database: ClonedDatabase;
   let admin: pg.Client;
   let service: ServiceProcess | undefined;
 
   beforeAll(async () => {
+    database = await cloneMigratedDatabase('ass_shutdown');
     admin = new pg.Client({ connectionString: adminUrl });
     await admin.connect();
-    await admin.query(`CREATE DATABASE "${database}" TEMPLATE "${backend.kind === 'postgres' ? backend.template : ''}"`);
   });
   afterAll(async () => {
     killServiceProcess(service);
     await service?.exited;
-    await admin.query(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`);
+    await database?.drop();
     await admin.end();
     keepAlive.destroy();
   });
@@ -67,7 +65,7 @@ describe.runIf(backend.kind === 'postgres')('graceful shutdown on SIGTERM (Postg
     Number(
       (
         await admin.query<{ n: string }>(`SELECT count(*) AS n FROM pg_stat_activity WHERE datname = $1 AND application_name = $2 ${where}`, [
-          database,
+          database.name,
           APPLICATION_NAME,
         ])
       ).rows[0]!.n,
@@ -77,7 +75,7 @@ describe.runIf(backend.kind === 'postgres')('graceful shutdown on SIGTERM (Postg
     const token = issueCredential().token;
     const port = await freePort();
     service = startServiceProcess({
-      DATABASE_URL: databaseUrl,
+      DATABASE_URL: database.url,
       ROOT_API_KEY: token,
       PORT: String(port),
       LOG_LEVEL: 'info',
@@ -95,7 +93,7 @@ describe.runIf(backend.kind === 'postgres')('graceful shutdown on SIGTERM (Postg
 
     // Another connection takes the session's row lock; the append below queues behind it.
     const at = { signalled: 0, refused: 0, released: 0, answered: 0 };
-    const locker = new pg.Client({ connectionString: databaseUrl });
+    const locker = new pg.Client({ connectionString: database.url });
     await locker.connect();
     try {
       await locker.query('BEGIN');
@@ -166,7 +164,7 @@ describe.runIf(backend.kind === 'postgres')('graceful shutdown on SIGTERM (Postg
     expect(closed).toBeGreaterThan(appended);
     expect(lines[appended]).toMatchObject({ statusCode: 201 });
     expect(lines[closed]!.closedConnections).toBeGreaterThanOrEqual(1);
-    const check = new pg.Client({ connectionString: databaseUrl });
+    const check = new pg.Client({ connectionString: database.url });
     await check.connect();
     try {
       const rows = (await check.query(`SELECT seq::int AS seq FROM events WHERE space_id = $1 AND event_id = 'in-flight'`, [spaceId])).rows;

@@ -2,17 +2,16 @@
 // statistics a session's key lookup plans as a tie between the primary key and the list indexes
 // that start with (account, space), and PostgreSQL takes a list index: each append then walks its
 // whole space. Run on both backends: PGlite plans the same way, and its autovacuum never runs.
-import { randomBytes } from 'node:crypto';
 import { type Kysely, sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { DB } from '../../src/db/schema.js';
 import { analyzeDueTables, findTablesToAnalyze, startStatisticsKeeper } from '../../src/db/planner-statistics.js';
 import { issueCredential } from '../../src/modules/accounts/credentials.js';
-import { withDatabase } from '../support/backend.js';
 import { untilValue } from '../support/poll.js';
 import { freePort, killServiceProcess, type ServiceProcess, startServiceProcess, waitUntilReady } from '../support/service-process.js';
 import { createTestApp, type TestApp } from '../support/test-app.js';
+import { type ClonedDatabase, cloneMigratedDatabase } from '../support/test-database.js';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -155,27 +154,22 @@ describe('planner statistics', () => {
 // reads the database from a second connection while the server runs.
 const backend = inject('testBackend');
 describe.runIf(backend.kind === 'postgres')('the server process (PostgreSQL)', () => {
-  const database = `ass_analyze_${randomBytes(6).toString('hex')}`;
-  const adminUrl = backend.kind === 'postgres' ? backend.adminUrl : '';
-  let admin: pg.Client;
+  let database: ClonedDatabase | undefined;
   let service: ServiceProcess | undefined;
 
   beforeAll(async () => {
-    admin = new pg.Client({ connectionString: adminUrl });
-    await admin.connect();
-    await admin.query(`CREATE DATABASE "${database}" TEMPLATE "${backend.kind === 'postgres' ? backend.template : ''}"`);
+    database = await cloneMigratedDatabase('ass_analyze');
   });
   afterAll(async () => {
     killServiceProcess(service);
     await service?.exited;
-    await admin.query(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`);
-    await admin.end();
+    await database?.drop();
   });
 
   it('analyzes the sessions of a fresh database on its own, and its key lookup then plans on the primary key', { timeout: 60_000 }, async () => {
     const token = issueCredential().token;
     service = startServiceProcess({
-      DATABASE_URL: withDatabase(adminUrl, database),
+      DATABASE_URL: database!.url,
       ROOT_API_KEY: token,
       PORT: String(await freePort()),
       LOG_LEVEL: 'info',
@@ -195,7 +189,7 @@ describe.runIf(backend.kind === 'postgres')('the server process (PostgreSQL)', (
       service!.logLines().some((line) => line.msg === 'planner statistics gathered' && (line.analyzed as string[]).includes(analyzed));
     await untilValue(() => gathered('sessions'), (done) => done, 'the server to analyze sessions', { timeoutMs: 30_000, intervalMs: 100 });
 
-    const client = new pg.Client({ connectionString: withDatabase(adminUrl, database) });
+    const client = new pg.Client({ connectionString: database!.url });
     await client.connect();
     try {
       await client.query('SET plan_cache_mode = force_generic_plan');

@@ -19,13 +19,10 @@ export async function createTestDatabase(options: { poolMax?: number; poolPerAcc
     const handle = await openDatabase({ kind: 'pglite', dataDir: undefined, statementTimeoutMs: 60_000, snapshot, idleTimeoutMs: options.idleTimeoutMs });
     return { ...handle, dispose: () => handle.close() };
   }
-  const name = `ass_test_${randomBytes(6).toString('hex')}`;
-  // On Citus the clone is made on every node (citus-global-setup.ts), the workers' first.
-  const servers = [...(backend.workerAdminUrls ?? []), backend.adminUrl];
-  for (const server of servers) await adminQuery(server, `CREATE DATABASE "${name}" TEMPLATE "${backend.template}"`);
+  const clone = await cloneMigratedDatabase('ass_test');
   const handle = await openDatabase({
     kind: 'postgres',
-    url: withDatabase(backend.adminUrl, name),
+    url: clone.url,
     poolMax: options.poolMax ?? 10,
     poolPerAccount: options.poolPerAccount,
     statementTimeoutMs: 60_000,
@@ -36,7 +33,35 @@ export async function createTestDatabase(options: { poolMax?: number; poolPerAcc
     ...handle,
     async dispose() {
       await handle.close();
-      for (const server of servers.reverse()) await adminQuery(server, `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+      await clone.drop();
+    },
+  };
+}
+
+/** A migrated database of its own on the test server, for a test that connects to it its own way. */
+export interface ClonedDatabase {
+  name: string;
+  url: string;
+  /** Drops it, ending any connection still open to it. */
+  drop(): Promise<void>;
+}
+
+/**
+ * A clone of the migrated template under a new name starting with `prefix` (PostgreSQL only): what
+ * createTestDatabase opens a pool on, and what a test hands to a server process or a command. On
+ * Citus the clone is made on every node (citus-global-setup.ts), the workers' first.
+ */
+export async function cloneMigratedDatabase(prefix: string): Promise<ClonedDatabase> {
+  const backend = inject('testBackend');
+  if (backend.kind !== 'postgres') throw new Error('cloneMigratedDatabase needs the PostgreSQL backend');
+  const name = `${prefix}_${randomBytes(6).toString('hex')}`;
+  const servers = [...(backend.workerAdminUrls ?? []), backend.adminUrl];
+  for (const server of servers) await adminQuery(server, `CREATE DATABASE "${name}" TEMPLATE "${backend.template}"`);
+  return {
+    name,
+    url: withDatabase(backend.adminUrl, name),
+    async drop() {
+      for (const server of [...servers].reverse()) await adminQuery(server, `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
     },
   };
 }
