@@ -293,23 +293,23 @@ export async function listSessionRows(db: Executor, page: SessionPageRequest): P
     const comparison = page.direction === 'desc' ? sql.raw('<') : sql.raw('>');
     after = sql<SqlBool>`(${sql.join(columns)}) ${comparison} (${sql.join(values)})`;
   }
+  /** `matching` from the cursor on, in the order's keys, one page long. */
+  const onePage = <T extends Searched>(matching: SelectQueryBuilder<DB, T, object>) => {
+    let seek = after ? matching.where(after) : matching;
+    for (const column of columns) seek = seek.orderBy(column, page.direction);
+    return seek.limit(page.limit);
+  };
   // With an offset, the sessions before it are skipped on their keys alone (the columns of the
   // order's index), and only the page's rows are read whole: a skipped session's state, metadata
   // and memo are never read. test/integration/offset-paging.test.ts checks the plan. A list by
   // create time reads its keys from the catalog, and its rows from sessions likewise.
   let chosenKeys;
   if (table === 'sessions') {
-    let seek = matchingSessions(db, page.filter);
-    if (after) seek = seek.where(after);
-    for (const column of columns) seek = seek.orderBy(column, page.direction);
-    seek = seek.limit(page.limit);
+    const seek = onePage(matchingSessions(db, page.filter));
     if (!page.offset) return withSharedState(db, seek.selectAll('sessions'), keys, page.direction);
     chosenKeys = seek.offset(page.offset).select(['sessions.account_id', 'sessions.space_id', 'sessions.user_id', 'sessions.session_id']);
   } else {
-    let seek = matchingCatalogRows(db, page.filter);
-    if (after) seek = seek.where(after);
-    for (const column of columns) seek = seek.orderBy(column, page.direction);
-    seek = seek.limit(page.limit);
+    let seek = onePage(matchingCatalogRows(db, page.filter));
     if (page.offset) seek = seek.offset(page.offset);
     chosenKeys = seek.select(['session_catalog.account_id', 'session_catalog.space_id', 'session_catalog.user_id', 'session_catalog.session_id']);
   }
