@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { issueCredential } from '../../src/modules/accounts/credentials.js';
 import { withDatabase } from '../support/backend.js';
 import { createPrivateRedis } from '../support/private-redis.js';
-import { type ServiceProcess, freePort, startServiceProcess, waitUntilReady } from '../support/service-process.js';
+import { type ServiceProcess, freePort, sleep, startServiceProcess, waitUntilReady } from '../support/service-process.js';
 
 const START_TIMEOUT_MS = 60_000;
 const TOKEN_LINE = /export TOKEN=(AKID[A-Za-z0-9]{32}\.[A-Za-z0-9_-]{43,})/g;
@@ -184,3 +184,48 @@ registerInEmbeddedRunOnly('the server process with REDIS_URL on a Redis that is 
     }
   });
 });
+
+// `npm start` is the quick start's command, and what a process manager or a container without an
+// init stops with SIGTERM. npm runs a script through `sh -c`; the shell then died of the signal
+// and left the server running, orphaned, on its port and its data folder (seen: the next start
+// found both taken). The script execs tsx, which hands the signal on to the server.
+registerInEmbeddedRunOnly('npm start (embedded PGlite)', () => {
+  it('SIGTERM to npm reaches the server: it shuts down gracefully and no process is left', { timeout: 90_000 }, async () => {
+    const folder = await mkdtemp(join(tmpdir(), 'ass-npm-start-'));
+    try {
+      const server = startServiceProcess({ LOG_LEVEL: 'info', DATA_DIR: folder, PORT: String(await freePort()) }, ['npm', 'start']);
+      running.push(server);
+      await waitUntilReady(server);
+      const serverPid = server.logLines().find((line) => line.msg === 'Server listening at ' + server.baseUrl)?.pid as number;
+      expect(serverPid).toBeGreaterThan(0);
+      expect(serverPid).not.toBe(server.child.pid);
+
+      serverPids.push(serverPid);
+      // 'close' comes once every holder of the output pipes has gone: npm and the server both.
+      const outcome = await Promise.race([stop(server), sleep(20_000).then(() => 'still running')]);
+      expect(outcome).toEqual({ code: 0, signal: null });
+      expect(server.logLines().some((line) => line.msg === 'shut down: requests finished, database pool closed' && line.pid === serverPid)).toBe(true);
+      expect(processExists(serverPid)).toBe(false);
+      // The port and the data folder are free: the next start serves.
+      const next = startServer({ DATA_DIR: folder, PORT: new URL(server.baseUrl).port });
+      running.push(next);
+      await waitUntilReady(next);
+      expect(await stop(next)).toEqual({ code: 0, signal: null });
+    } finally {
+      for (const pid of serverPids.splice(0)) if (processExists(pid)) process.kill(pid, 'SIGKILL');
+      await rm(folder, { recursive: true, force: true });
+    }
+  });
+});
+
+const serverPids: number[] = [];
+
+/** Whether a process with this pid exists (signal 0 only asks). */
+function processExists(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}

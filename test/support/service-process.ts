@@ -19,8 +19,11 @@ export interface ServiceProcess {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-export function startServiceProcess(env: Record<string, string>): ServiceProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+/** What starts the service: node itself by default; `['npm', 'start']` to test the quick start's command. */
+const NODE_SERVER = [process.execPath, '--import', 'tsx', 'src/server.ts'];
+
+export function startServiceProcess(env: Record<string, string>, [command, ...args] = NODE_SERVER): ServiceProcess {
+  const child = spawn(command!, args, {
     cwd: ROOT,
     // DATABASE_URL and ROOT_API_KEY from the developer's shell must not leak in: empty means unset.
     env: { ...process.env, DATABASE_URL: '', ROOT_API_KEY: '', HOST: '127.0.0.1', ...env },
