@@ -10,7 +10,7 @@
 // In every case, afterwards: each append answered 2xx is stored at the seq it was answered with, and
 // each session's seq is gap-free. PostgreSQL only: PGlite has one connection inside the process,
 // no pooler, no backend to stop and no other transaction to hold a lock.
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import pg from 'pg';
@@ -28,6 +28,7 @@ import { type PrivateCluster, createPrivateCluster } from '../support/private-cl
 import { type PrivatePgBouncer, startPrivatePgBouncer } from '../support/private-pgbouncer.js';
 import { sleep } from '../support/service-process.js';
 import { TEST_PAGE_TOKEN_KEY } from '../support/test-app.js';
+import { type ClonedDatabase, cloneMigratedDatabase } from '../support/test-database.js';
 
 const backend = inject('testBackend');
 const STATEMENT_TIMEOUT_MS = 1_000;
@@ -138,24 +139,17 @@ function expectOnlyStoredOrRetry(answers: Answer[]): void {
 
 describe.runIf(backend.kind === 'postgres')('an append answered 2xx is committed, whatever its connection went through (PostgreSQL)', () => {
   const adminUrl = backend.kind === 'postgres' ? backend.adminUrl : 'postgres://unused';
-  const template = backend.kind === 'postgres' ? backend.template : '';
-  const databases: string[] = [];
-  let admin: pg.Client;
+  const databases: ClonedDatabase[] = [];
 
+  /** A migrated database of the test's own; the name, as the tests hand it to PgBouncer. */
   async function newDatabase(): Promise<string> {
-    const name = `ass_stall_${randomBytes(6).toString('hex')}`;
-    await admin.query(`CREATE DATABASE "${name}" TEMPLATE "${template}"`);
-    databases.push(name);
-    return name;
+    const database = await cloneMigratedDatabase('ass_stall');
+    databases.push(database);
+    return database.name;
   }
 
-  beforeAll(async () => {
-    admin = new pg.Client({ connectionString: adminUrl });
-    await admin.connect();
-  });
   afterAll(async () => {
-    for (const name of databases) await admin.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
-    await admin.end();
+    for (const database of databases) await database.drop();
   });
 
   it('a BEGIN queued by PgBouncer past the read timeout does not leave the next appends in an uncommitted transaction', { timeout: 60_000 }, async () => {
