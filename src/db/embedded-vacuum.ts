@@ -12,6 +12,7 @@
 // when enough of it changed, which keeps each run in proportion to the writes since the last.
 import { sql } from 'kysely';
 import { type PeriodicTask, type TaskLogger, startPeriodicTask } from '../lib/periodic-task.js';
+import { PAST_ANALYZE_THRESHOLD } from './autovacuum-rules.js';
 import type { Database } from './connect.js';
 
 /** A table of the current schema that autovacuum's rules say is due. */
@@ -35,15 +36,13 @@ export async function findDueTables(db: Database): Promise<DueTable[]> {
              current_setting('autovacuum_vacuum_scale_factor')::float8 AS vacuum_scale,
              current_setting('autovacuum_vacuum_insert_threshold')::float8 AS insert_base,
              current_setting('autovacuum_vacuum_insert_scale_factor')::float8 AS insert_scale,
-             current_setting('autovacuum_analyze_threshold')::float8 AS analyze_base,
-             current_setting('autovacuum_analyze_scale_factor')::float8 AS analyze_scale,
              current_setting('autovacuum_freeze_max_age')::float8 AS freeze_max_age
     )
     SELECT c.relname AS table,
            (t.n_dead_tup > s.vacuum_base + s.vacuum_scale * greatest(c.reltuples, 0)
             OR t.n_ins_since_vacuum > s.insert_base + s.insert_scale * greatest(c.reltuples, 0)
             OR age(c.relfrozenxid) > s.freeze_max_age) AS vacuum,
-           t.n_mod_since_analyze > s.analyze_base + s.analyze_scale * greatest(c.reltuples, 0) AS analyze
+           ${PAST_ANALYZE_THRESHOLD} AS analyze
     FROM pg_stat_user_tables AS t
     JOIN pg_class AS c ON c.oid = t.relid
     CROSS JOIN setting AS s

@@ -18,6 +18,7 @@
 // the embedded vacuum (embedded-vacuum.ts), every minute, the rest.
 import { sql } from 'kysely';
 import { type PeriodicTask, type TaskLogger, startPeriodicTask } from '../lib/periodic-task.js';
+import { PAST_ANALYZE_THRESHOLD } from './autovacuum-rules.js';
 import type { Database } from './connect.js';
 import { SQLSTATE } from './sqlstate.js';
 
@@ -28,8 +29,7 @@ export async function findTablesToAnalyze(db: Database): Promise<string[]> {
     FROM pg_stat_user_tables AS t
     JOIN pg_class AS c ON c.oid = t.relid
     WHERE t.schemaname = current_schema()
-      AND t.n_mod_since_analyze > current_setting('autovacuum_analyze_threshold')::float8
-                                  + current_setting('autovacuum_analyze_scale_factor')::float8 * greatest(c.reltuples, 0)
+      AND ${PAST_ANALYZE_THRESHOLD}
       AND (NOT (current_setting('autovacuum')::boolean AND current_setting('track_counts')::boolean)
            OR (t.last_analyze IS NULL AND t.last_autoanalyze IS NULL))
     ORDER BY c.relname`.execute(db);
