@@ -16,7 +16,7 @@
 //   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench:batch-call
 //
 // Creates and drops its own database. Environment: BENCH_BATCH, BENCH_EVENTS, BENCH_N (timed calls of each,
-// default 2,000), BENCH_SESSIONS (default 1,000), BENCH_SYNCHRONOUS_COMMIT=off (the client's commits
+// default 2,000), BENCH_WAL_CALLS (untimed calls of each whose WAL is measured, default 200), BENCH_SESSIONS (default 1,000), BENCH_SYNCHRONOUS_COMMIT=off (the client's commits
 // do not wait for the WAL flush: it is the same for all three and, on a slow disk, hides the
 // difference between the calls' own work), BENCH_SETUP_SQL (run once the sessions exist, e.g.
 // `DROP INDEX sessions_space_by_update`, to weigh what an index or a constraint costs the call),
@@ -40,6 +40,7 @@ const EVENTS = Number(process.env.BENCH_EVENTS ?? 1);
 const N = Number(process.env.BENCH_N ?? 2_000);
 const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 1_000);
 const SESSIONS_PER_USER = 10;
+const WAL_CALLS = Number(process.env.BENCH_WAL_CALLS ?? 200);
 const RUN = randomBytes(3).toString('hex');
 
 const sessionOf = (i: number) => ({ userId: `user-${Math.floor(i / SESSIONS_PER_USER)}`, sessionId: `session-${i}`, i });
@@ -119,6 +120,22 @@ async function main(): Promise<void> {
     const build = await timeInterleaved(N, [async () => void batchJson()], 0);
     const [whole, batch, least] = await timeInterleaved(N, [callOf('append_events_batch_whole', 'whole'), callOf('append_events_batch', 'batch'), minimal], 100);
 
+    // WAL written per append (issue 24: what each append costs the disk and a replica), untimed:
+    // WAL_CALLS calls of each in turn, the insert position read before and after on the same
+    // connection, nothing else writing to the cluster. A checkpoint starting meanwhile adds full-page
+    // images to whichever call touches a page first after it; the pass repeats to show that.
+    const walBytes = async (once: () => Promise<void>) => {
+      const lsn = async () => (await client.query<{ lsn: string }>('SELECT pg_current_wal_insert_lsn()::text AS lsn')).rows[0]!.lsn;
+      const before = await lsn();
+      for (let i = 0; i < WAL_CALLS; i++) await once();
+      const { rows } = await client.query<{ bytes: string }>('SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), $1::pg_lsn) AS bytes', [before]);
+      return Number(rows[0]!.bytes) / (WAL_CALLS * BATCH);
+    };
+    const wal: number[][] = [[], [], []];
+    for (let pass = 0; pass < 2; pass++) {
+      for (const [k, once] of [callOf('append_events_batch_whole', 'whole'), callOf('append_events_batch', 'batch'), minimal].entries()) wal[k]!.push(await walBytes(once));
+    }
+
     const stored = await handle.pool.query<{ n: string }>('SELECT sum(event_count) / $1 AS n FROM sessions', [EVENTS]);
     console.log(`${name}: ${N} timed calls of each after 100 untimed, ${BATCH} appends per call of ${EVENTS} event${EVENTS === 1 ? '' : 's'} each, one client, ${SESSIONS} sessions, synchronous_commit ${(await client.query('SHOW synchronous_commit')).rows[0].synchronous_commit}`);
     console.table(
@@ -131,6 +148,8 @@ async function main(): Promise<void> {
       ).map(([call, { p50, p99, mean }]) => ({ call, 'p50 ms': p50.toFixed(3), 'p99 ms': p99.toFixed(3), 'mean ms': mean.toFixed(3) })),
     );
     console.log(`building a batch's JSON in Node: p50 ${build[0]!.p50.toFixed(3)} ms (inside 1 and 2)`);
+    const walLine = (k: number) => wal[k]!.map((bytes) => bytes.toFixed(0)).join(' / ');
+    console.log(`WAL bytes per append (${WAL_CALLS} calls of each, two passes): whole ${walLine(0)}; batch ${walLine(1)}; minimal ${walLine(2)}; whole ÷ minimal ${(Math.min(...wal[0]!) / Math.min(...wal[2]!)).toFixed(2)} (the smaller of each)`);
     console.log(`whole ÷ batch (mean): ${(whole!.mean / batch!.mean).toFixed(2)}; whole ÷ minimal: ${(whole!.mean / least!.mean).toFixed(2)}; batch ÷ minimal: ${(batch!.mean / least!.mean).toFixed(2)}`);
     console.log(`verified: ${written.whole + written.batch} appends answered, ${stored.rows[0]!.n} events counted on the sessions`);
     if (Number(stored.rows[0]!.n) !== written.whole + written.batch) throw new Error('an answered append is missing');

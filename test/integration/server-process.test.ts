@@ -192,15 +192,15 @@ registerInEmbeddedRunOnly('the server process with REDIS_URL on a Redis that is 
 registerInEmbeddedRunOnly('npm start (embedded PGlite)', () => {
   it('SIGTERM to npm reaches the server: it shuts down gracefully and no process is left', { timeout: 90_000 }, async () => {
     const folder = await mkdtemp(join(tmpdir(), 'ass-npm-start-'));
+    let serverPid: number | undefined;
     try {
       const server = startServiceProcess({ LOG_LEVEL: 'info', DATA_DIR: folder, PORT: String(await freePort()) }, ['npm', 'start']);
       running.push(server);
       await waitUntilReady(server);
-      const serverPid = server.logLines().find((line) => line.msg === 'Server listening at ' + server.baseUrl)?.pid as number;
+      serverPid = server.logLines().find((line) => line.msg === 'Server listening at ' + server.baseUrl)?.pid as number;
       expect(serverPid).toBeGreaterThan(0);
       expect(serverPid).not.toBe(server.child.pid);
 
-      serverPids.push(serverPid);
       // 'close' comes once every holder of the output pipes has gone: npm and the server both.
       const outcome = await Promise.race([stop(server), sleep(20_000).then(() => 'still running')]);
       expect(outcome).toEqual({ code: 0, signal: null });
@@ -212,13 +212,11 @@ registerInEmbeddedRunOnly('npm start (embedded PGlite)', () => {
       await waitUntilReady(next);
       expect(await stop(next)).toEqual({ code: 0, signal: null });
     } finally {
-      for (const pid of serverPids.splice(0)) if (processExists(pid)) process.kill(pid, 'SIGKILL');
+      if (serverPid !== undefined && processExists(serverPid)) process.kill(serverPid, 'SIGKILL');
       await rm(folder, { recursive: true, force: true });
     }
   });
 });
-
-const serverPids: number[] = [];
 
 /** Whether a process with this pid exists (signal 0 only asks). */
 function processExists(pid: number): boolean {
