@@ -240,20 +240,27 @@ function setMember(object: Record<string, unknown>, key: string, value: unknown)
 
 const own = (object: object, key: string) => Object.prototype.hasOwnProperty.call(object, key);
 
+/** The keys Fastify's JSON body parser refuses as prototype poisoning, as findPrototypeKey names them. */
+export type PrototypeKey = '__proto__' | 'constructor.prototype';
+
 /**
- * Whether `value` holds what Fastify's JSON body parser refuses as prototype poisoning (its
- * secure-json-parse with both actions 'error'): an own `__proto__` key, or a `constructor` key whose
- * value is an object with an own `prototype`. For the bodies readJson reads instead of that parser.
+ * What `value` holds, at any depth, that Fastify's JSON body parser refuses as prototype poisoning
+ * (its secure-json-parse with both actions 'error'): an own `__proto__` key, or a `constructor` key
+ * whose value is an object with an own `prototype`; undefined when there is none. For the bodies
+ * readJson reads instead of that parser, and for YAML bodies, which must meet the same rule.
  */
-export function hasPrototypeKey(value: unknown): boolean {
+export function findPrototypeKey(value: unknown): PrototypeKey | undefined {
   const pending: unknown[] = [value];
   while (pending.length > 0) {
     const item = pending.pop();
     if (item === null || typeof item !== 'object') continue;
-    if (own(item, '__proto__')) return true;
+    if (own(item, '__proto__')) return '__proto__';
     const constructor = own(item, 'constructor') ? (item as { constructor: unknown }).constructor : undefined;
-    if (constructor !== null && typeof constructor === 'object' && own(constructor, 'prototype')) return true;
+    if (constructor !== null && typeof constructor === 'object' && own(constructor, 'prototype')) return 'constructor.prototype';
+    // A loop, not push(...children): spreading a 100,000-element array overflows the argument limit.
     for (const child of Object.values(item)) if (child !== null && typeof child === 'object') pending.push(child);
   }
-  return false;
+  return undefined;
 }
+
+export const hasPrototypeKey = (value: unknown): boolean => findPrototypeKey(value) !== undefined;

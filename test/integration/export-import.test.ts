@@ -297,7 +297,7 @@ describe('POST …/sessions/import: refusals write nothing', () => {
     expect(await spaceContents(target)).toEqual(before);
   });
 
-  it('answers 400 fast for a YAML alias bomb, and for YAML that does not parse, repeats a key or sets __proto__', async () => {
+  it('answers 400 fast for a YAML alias bomb, and for YAML that does not parse, repeats a key or sets __proto__ or constructor.prototype', async () => {
     const target = await insertSpace(t.db, t.account.accountId);
     const before = await spaceContents(target);
     const levels = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]'];
@@ -312,6 +312,9 @@ describe('POST …/sessions/import: refusals write nothing', () => {
     await expectError(await t.request({ method: 'POST', url: importUrl(target), payload: 'format: [unclosed\n', headers: { 'content-type': 'application/yaml' } }), 400, 'InvalidParameter', 'body');
     await expectError(await t.request({ method: 'POST', url: importUrl(target), payload: 'a: 1\na: 2\n', headers: { 'content-type': 'text/yaml' } }), 400, 'InvalidParameter', 'body');
     await expectError(await t.request({ method: 'POST', url: importUrl(target), payload: 'format: x\n__proto__: { polluted: 1 }\n', headers: { 'content-type': 'application/yaml' } }), 400, 'InvalidParameter', 'body');
+    const constructorPrototype = await t.request({ method: 'POST', url: importUrl(target), payload: 'format: x\nsession:\n  constructor: { prototype: { polluted: 1 } }\n', headers: { 'content-type': 'application/yaml' } });
+    await expectError(constructorPrototype, 400, 'InvalidParameter', 'body');
+    expect(JSON.parse(constructorPrototype.body).error.message).toContain('the key "constructor.prototype" is not allowed');
     expect(await spaceContents(target)).toEqual(before);
   });
 

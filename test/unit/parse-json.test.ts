@@ -5,7 +5,7 @@
 // value itself, compared through JSON.stringify (which the bug does not touch), never JSON.parse.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { hasKeyWithBackslash, hasPrototypeKey, parseJson, readJson, writesKeyWithBackslash } from '../../src/lib/parse-json.js';
+import { findPrototypeKey, hasKeyWithBackslash, hasPrototypeKey, parseJson, readJson, writesKeyWithBackslash } from '../../src/lib/parse-json.js';
 
 // Keys and strings rich in what the bug and the reader's escapes are about.
 const character = fc.constantFrom('\\', '"', '\n', '\t', '/', '\u0000', '\u001f', 'a', 'h', 'é', '😀', '\ud800', 'u', '0', ':', ',', '{', ' ');
@@ -222,5 +222,9 @@ describe('the checks parseJson is made of', () => {
     expect(hasPrototypeKey(readJson('{"constructor":{"prototype":{}}}'))).toBe(true);
     expect(hasPrototypeKey(readJson('{"constructor":{"name":"x"},"prototype":1}'))).toBe(false);
     expect(hasPrototypeKey(readJson('{"a":{"b\\\\":[1,{"c":null}]}}'))).toBe(false);
+    // findPrototypeKey names which rule it broke (the YAML import's error message says it).
+    expect(findPrototypeKey(readJson('[1,{"x":{"__proto__":{}}}]'))).toBe('__proto__');
+    expect(findPrototypeKey(readJson('{"a":[{"constructor":{"prototype":1}}]}'))).toBe('constructor.prototype');
+    expect(findPrototypeKey(readJson('{"constructor":"x","prototype":{}}'))).toBeUndefined();
   });
 });

@@ -1,6 +1,7 @@
 // Writing an export document as JSON or YAML text, piece by piece, and reading a YAML document
 // safely. Pure apart from consuming the given event chunks: no database, no HTTP.
 import { parse, stringify } from 'yaml';
+import { findPrototypeKey } from '../../lib/parse-json.js';
 import type { EventView } from '../events/index.js';
 import type { SessionExport } from './transfer.service.js';
 
@@ -75,18 +76,6 @@ export function parseYamlDocument(text: string): unknown {
 
 /** The JSON body parser refuses `__proto__` and `constructor.prototype`; YAML bodies get the same rule. */
 function assertNoPrototypeKeys(value: unknown): void {
-  const pending: unknown[] = [value];
-  while (pending.length > 0) {
-    const item = pending.pop();
-    if (item === null || typeof item !== 'object') continue;
-    if (!Array.isArray(item)) {
-      if (Object.hasOwn(item, '__proto__')) throw new Error('the key "__proto__" is not allowed');
-      const constructorValue: unknown = (item as Record<string, unknown>).constructor;
-      if (Object.hasOwn(item, 'constructor') && constructorValue !== null && typeof constructorValue === 'object' && Object.hasOwn(constructorValue, 'prototype')) {
-        throw new Error('the key "constructor.prototype" is not allowed');
-      }
-    }
-    // A loop, not push(...children): spreading a 100,000-element array overflows the argument limit.
-    for (const child of Array.isArray(item) ? (item as unknown[]) : Object.values(item)) pending.push(child);
-  }
+  const key = findPrototypeKey(value);
+  if (key !== undefined) throw new Error(`the key "${key}" is not allowed`);
 }
