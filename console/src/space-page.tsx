@@ -1,4 +1,4 @@
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import type { AgentSessionClient, Session, SpaceUser } from './api.js';
 import { FailureMessage, Pager, Section, SpaceName } from './components.js';
 import { RESERVED_METADATA, formatTime } from './format.js';
@@ -24,7 +24,14 @@ export function SpacePage({ client, spaceId, query }: { client: AgentSessionClie
 
   const filters = filtersOf(query);
   const [draft, setDraft] = useState(filters);
-  useEffect(() => setDraft(filtersOf(query)), [query.toString()]);
+  // The form follows the URL when its filters change (Apply, Back, a link), never on the first
+  // render: an effect runs a frame after it, and by then a quick typist's text would be replaced.
+  const shownQuery = useRef(query.toString());
+  useEffect(() => {
+    if (shownQuery.current === query.toString()) return;
+    shownQuery.current = query.toString();
+    setDraft(filtersOf(query));
+  }, [query.toString()]);
 
   const users = usePaged<SpaceUser>(spaceId, async (pageToken) => {
     const page = await client.listSpaceUsers({ spaceId, pageSize: 20, ...(pageToken ? { pageToken } : {}) });

@@ -237,6 +237,33 @@ describe('the console', () => {
     await page.close();
   });
 
+  it('keeps what is typed into the filters at once, before the page\'s first effects have run', async () => {
+    const page = await signedIn();
+    // Preact runs effects after the next frame, or 100 ms after the render when no frame comes. With
+    // frames stopped the window is wide enough to type into every time: the form's first effect
+    // once set the filters back to the URL's (empty) ones, and a quick typist's text was lost.
+    await page.evaluate(() => {
+      window.requestAnimationFrame = () => 0;
+    });
+    await page.evaluate((hash) => {
+      location.hash = hash;
+    }, `#/spaces/${spaceId}`);
+    const field = page.getByLabel('Metadata (key=value, one per line)');
+    await field.fill('example.com/ticket=T-42');
+    await page.waitForTimeout(300);
+    expect(await field.inputValue()).toBe('example.com/ticket=T-42');
+    await page.getByRole('button', { name: 'Apply filters' }).click();
+    await page.waitForFunction(() => document.querySelectorAll('section[aria-labelledby="sessions-heading"] tbody tr').length === 1, undefined, { polling: 50 });
+    expect(await page.locator('section[aria-labelledby="sessions-heading"] tbody tr').textContent()).toContain('Trip to Lisbon');
+    // The form still follows the URL when its filters change while it is shown (a link, an edited address).
+    await page.evaluate((hash) => {
+      location.hash = hash;
+    }, `#/spaces/${spaceId}?${new URLSearchParams({ metadata: 'example.com/ticket=T-7' })}`);
+    await page.waitForFunction(() => (document.getElementById('filter-metadata') as HTMLTextAreaElement | null)?.value === 'example.com/ticket=T-7', undefined, { polling: 50 });
+    await page.waitForFunction(() => document.querySelector('section[aria-labelledby="sessions-heading"] tbody tr')?.textContent?.includes('Hotel question'), undefined, { polling: 50 });
+    await page.close();
+  });
+
   it('reads the timeline: text, collapsible function calls and responses, inline data by type and size, deltas; state by scope, memo and window', async () => {
     const page = await signedIn();
     await openSession(page, 'alice', 'trip-42');
