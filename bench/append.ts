@@ -27,7 +27,9 @@
 // five runs, default 1; the summary takes the median), BENCH_CONNECTIONS (concurrent clients of
 // every run: autocannon connections, pgbench clients, appendEvents workers; default 32), DB_POOL_MAX (the service's pool, and that
 // of run 3), BENCH_SESSIONS (default 1000), BENCH_CPU_PROF (a directory: the server writes a
-// .cpuprofile there when it stops), BENCH_KEEP_DATABASE (keep the database for inspection).
+// .cpuprofile there when it stops), BENCH_KEEP_DATABASE (keep the database for inspection),
+// BENCH_CHECKPOINT=1 (a CHECKPOINT before each measured run, after its warm-up: every run then starts
+// as far from the next checkpoint, instead of meeting one, with its full-page writes, by chance).
 //
 // Nothing here knows the service's SQL: run 3 calls the service's code, and the statements it
 // printed are recorded from Kysely's query log while it runs one append.
@@ -56,6 +58,7 @@ import { findPgBouncer, type PrivatePgBouncer, startPrivatePgBouncer } from '../
 const DURATION_S = Number(process.env.BENCH_DURATION ?? 20);
 const WARMUP_S = Number(process.env.BENCH_WARMUP ?? 5);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 1);
+const CHECKPOINT_FIRST = process.env.BENCH_CHECKPOINT === '1';
 const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 1_000);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const SESSIONS_PER_USER = 10;
@@ -197,6 +200,7 @@ async function main(): Promise<void> {
       `Node.js ${process.version} (the servers run on it too), PostgreSQL ${version}, database ${name}; pool ${POOL_MAX} (the server's and run 3's), ${CONNECTIONS} concurrent clients, ` +
         `${SESSIONS} sessions, ${DURATION_S} s per run after ${WARMUP_S} s of warm-up, ${ROUNDS} round(s)` +
         `; group commit: up to ${service.limits.appendBatchMax} appends per call, at most ${service.limits.appendBatchConcurrency} calls at once (another only for a full batch or an overdue call)` +
+        (CHECKPOINT_FIRST ? '; a CHECKPOINT before each measured run' : '') +
         (bouncer ? `; run 6 through ${String((await bouncer.show('VERSION'))[0]!.version)}, pool_mode = transaction, default_pool_size = ${POOL_MAX}` : '; no PgBouncer run'),
     );
     await printCapturedAppend(own, service.limits, bench);
@@ -226,6 +230,7 @@ async function main(): Promise<void> {
     for (let round = 1; round <= ROUNDS; round++) {
       for (const run of runs) {
         if (WARMUP_S > 0) await operations[run](WARMUP_S, acknowledged);
+        if (CHECKPOINT_FIRST) await setup.pool.query('CHECKPOINT');
         const serving = run === 'pgbouncer' ? pooledServer! : run === 'handWritten' ? handServer : server;
         const meter = await cpuMeter(setup.pool, name, serving.pid!);
         const http = run === 'single' || run === 'batch' || run === 'pgbouncer' || run === 'handWritten';
