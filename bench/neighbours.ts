@@ -22,7 +22,9 @@
 // (default 15), BENCH_NEIGHBOURS_ATTACKS (comma-separated numbers, default 1,2,3,4),
 // BENCH_NEIGHBOURS_HISTORY (events of the state-at session, default 20,000), BENCH_SERVER_ROOT (run
 // the server of another checkout, e.g. main's, with this bench), BENCH_CPU_PROF (a directory: the
-// server writes a .cpuprofile of the whole run there when it exits).
+// server writes a .cpuprofile of the whole run there when it exits), BENCH_NEIGHBOURS_EMBEDDED=1 (the
+// server on the embedded database, as the quick start runs it: a fresh DATA_DIR whose one PGlite
+// connection every account shares; its PostgreSQL CPU is inside the server's).
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
@@ -32,13 +34,16 @@ import { openDatabase } from '../src/db/connect.js';
 import { migrateToLatest } from '../src/db/migrate.js';
 import { createAccount } from '../src/modules/accounts/accounts.service.js';
 import { tc3CanonicalRequest, tc3Date, tc3Signature, tc3StringToSign } from '../src/lib/tc3-signature.js';
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { cpuSecondsOf } from './cpu-meter.js';
 import { freePort, rssOfProcess, startServer, stopServer, waitReady } from './server-process.js';
 import { createBenchDatabase, percentile } from './support.js';
 
 const ATTACK_SECONDS = Number(process.env.BENCH_NEIGHBOURS_SECONDS ?? 20);
 const QUIET_SECONDS = Number(process.env.BENCH_NEIGHBOURS_QUIET_SECONDS ?? 15);
+const EMBEDDED = process.env.BENCH_NEIGHBOURS_EMBEDDED === '1';
 const ATTACKS = (process.env.BENCH_NEIGHBOURS_ATTACKS ?? '1,2,3,4').split(',').map(Number);
 const HISTORY = Number(process.env.BENCH_NEIGHBOURS_HISTORY ?? 20_000);
 const A_CREDENTIALS = 5;
@@ -220,8 +225,12 @@ interface Phase {
 
 async function main(): Promise<void> {
   const masterKey = randomBytes(32);
-  const { name, url, drop } = await createBenchDatabase();
-  const setup = await openDatabase({ kind: 'postgres', url, poolMax: 2, statementTimeoutMs: 120_000, connectTimeoutMs: 10_000 });
+  const { name, url, drop } = await benchDatabase();
+  const setup = await openDatabase(
+    url === undefined
+      ? { kind: 'pglite', dataDir: name, statementTimeoutMs: 120_000 }
+      : { kind: 'postgres', url, poolMax: 2, statementTimeoutMs: 120_000, connectTimeoutMs: 10_000 },
+  );
   let server: ChildProcess | undefined;
   try {
     await migrateToLatest(setup.db);
@@ -230,7 +239,7 @@ async function main(): Promise<void> {
     await setup.close();
     const port = await freePort();
     server = startServer(url, port, {
-      env: { CREDENTIAL_MASTER_KEY: masterKey.toString('base64') },
+      env: { CREDENTIAL_MASTER_KEY: masterKey.toString('base64'), ...(url === undefined ? { DATA_DIR: name } : {}) },
       nodeArgs: process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [],
     });
     const base = `http://127.0.0.1:${port}`;
@@ -246,7 +255,7 @@ async function main(): Promise<void> {
     const tokens = [a.rootCredential.token];
     while (tokens.length < A_CREDENTIALS) tokens.push((await call(aHeaders, 'POST', '/v1/iam/credentials', {})).token as string);
 
-    console.log(`database ${name}; server pid ${server.pid}${process.env.BENCH_SERVER_ROOT ? ` (code of ${process.env.BENCH_SERVER_ROOT})` : ''}; seeding…`);
+    console.log(`${url === undefined ? 'embedded database in' : 'database'} ${name}; server pid ${server.pid}${process.env.BENCH_SERVER_ROOT ? ` (code of ${process.env.BENCH_SERVER_ROOT})` : ''}; seeding…`);
     const seedStart = performance.now();
     const aSpace = a.defaultSpaceId;
     const newSession = (headers: Record<string, string>, spaceId: string, userId: string, sessionId: string) =>
@@ -358,6 +367,13 @@ async function main(): Promise<void> {
   }
 }
 
+/** A PostgreSQL database of its own, or with BENCH_NEIGHBOURS_EMBEDDED a fresh data folder (url undefined). */
+async function benchDatabase(): Promise<{ name: string; url: string | undefined; drop(): Promise<void> }> {
+  if (!EMBEDDED) return createBenchDatabase();
+  const dataDir = mkdtempSync(join(tmpdir(), 'ass-neighbours-'));
+  return { name: dataDir, url: undefined, drop: async () => rmSync(dataDir, { recursive: true, force: true }) };
+}
+
 /** Waits (at most 30 s) until three turns of B in a row take no more than twice the quiet median. */
 async function settle(base: string, session: string, headers: Record<string, string>, quietP50: number): Promise<void> {
   const until = performance.now() + 30_000;
@@ -381,6 +397,7 @@ function fail(phase: Phase, why: string): void {
  */
 function postgresCpuSeconds(): Map<number, number> {
   const seconds = new Map<number, number>();
+  if (EMBEDDED) return seconds; // the embedded database runs inside the server's process
   for (const pid of readdirSync('/proc')) {
     if (!/^\d+$/.test(pid)) continue;
     try {
