@@ -24,7 +24,7 @@ const CITUS_INTEGRATION_SUITES = [
 // embedded default whatever the database under the other tests, so a run against TEST_DATABASE_URL
 // leaves them out (there each server would also pay PGlite's initdb, where the PGlite run copies
 // its migrated data folder); the PGlite run, CI's included, has them.
-const EMBEDDED_SERVER_SUITES = ['data-folder-in-use', 'server-logs'];
+const EMBEDDED_SERVER_SUITES = ['data-folder-in-use', 'server-logs', 'compiled-build'];
 const postgresRun = Boolean(process.env.TEST_DATABASE_URL) && process.env.TEST_DB !== 'pglite';
 
 // Four projects, so CI can run the unit tests once and the integration tests on each backend

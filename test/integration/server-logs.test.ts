@@ -6,7 +6,7 @@ import { cp, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { freePort, killServiceProcess, runNodeScript, type ServiceProcess, startServiceProcess, waitUntilReady } from '../support/service-process.js';
+import { freePort, killServiceProcess, nodeOfMajor, runNodeScript, type ServiceProcess, startServiceProcess, waitUntilReady } from '../support/service-process.js';
 
 const TIMEOUT_MS = 120_000;
 const running: ServiceProcess[] = [];
@@ -90,12 +90,6 @@ describe('log format on a terminal', () => {
     expect(JSON.parse(warningLine(await onTerminal({ LOG_FORMAT: 'json' }))!)).toMatchObject({ level: 40, msg: expect.stringMatching(/^Node\.js v20\./) });
   });
 });
-
-/** The path of a Node.js binary of `major` (the one running the tests if it is that major), fetched by npx otherwise. */
-function nodeOfMajor(test: (major: number) => boolean, fallback: string): string {
-  if (test(Number(process.versions.node.split('.')[0]))) return process.execPath;
-  return execFileSync('npx', ['-y', `node@${fallback}`, '-p', 'process.execPath'], { encoding: 'utf8', timeout: TIMEOUT_MS }).trim();
-}
 
 describe('the Node.js version', () => {
   // A DATABASE_URL nothing listens on: the warning comes first, then the start fails fast.

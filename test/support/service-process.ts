@@ -1,7 +1,7 @@
 // The service as a real process (`node --import tsx src/server.ts`, what `npm start` runs without
 // npm between it and the signals), for tests that watch the process itself: it must not exit, or
 // it must exit cleanly.
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 
@@ -114,4 +114,13 @@ export function runNodeScript(script: string, args: string[], env: Record<string
     child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     child.once('close', (code) => resolve({ code, stdout, stderr }));
   });
+}
+
+/**
+ * The path of a Node.js binary whose major passes `test`: the one running the tests if it does,
+ * else `node@<fallback>` fetched by npx from the npm registry (CI fetches Node 22 and 24 this way too).
+ */
+export function nodeOfMajor(test: (major: number) => boolean, fallback: string, timeoutMs = 120_000): string {
+  if (test(Number(process.versions.node.split('.')[0]))) return process.execPath;
+  return execFileSync('npx', ['-y', `node@${fallback}`, '-p', 'process.execPath'], { encoding: 'utf8', timeout: timeoutMs }).trim();
 }
