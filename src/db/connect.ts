@@ -12,6 +12,7 @@ import type { PoolStats } from '../lib/metrics-registry.js';
 import { parseJson } from '../lib/parse-json.js';
 import { type FairCheckouts, defaultPoolPerAccount, fairCheckouts } from './fair-pool.js';
 import { guardedPool } from './guarded-pool.js';
+import { type PgliteThread, startPgliteThread } from './pglite-thread.js';
 import { type Listen, listenOnDedicatedClient, listenOnSinglePool } from './notifications.js';
 import type { DB } from './schema.js';
 
@@ -186,15 +187,15 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
 }
 
 async function openPglite({ dataDir, statementTimeoutMs, snapshot, preparedStatements, idleTimeoutMs }: Extract<DatabaseOptions, { kind: 'pglite' }>): Promise<DatabaseHandle> {
-  const { PGlite } = await import('@electric-sql/pglite');
-  const { pg_trgm } = await import('@electric-sql/pglite/contrib/pg_trgm');
-  const { PGLiteSocketServer } = await import('@electric-sql/pglite-socket');
-
-  const pglite = await PGlite.create(dataDir, { extensions: { pg_trgm }, ...(snapshot ? { loadDataDir: snapshot } : {}) });
   // A private directory (mode 0700) for the socket: no other local user can reach the database.
   const socketDir = await mkdtemp(join(tmpdir(), 'ass-pglite-'));
-  const server = new PGLiteSocketServer({ db: pglite, path: join(socketDir, '.s.PGSQL.5432') });
-  await server.start();
+  let thread: PgliteThread;
+  try {
+    thread = await startPgliteThread({ dataDir, snapshot, socketPath: join(socketDir, '.s.PGSQL.5432') });
+  } catch (error) {
+    await rm(socketDir, { recursive: true, force: true });
+    throw error;
+  }
 
   // Every connection lands on the same PGlite session, which keeps what earlier connections left in
   // it (pglite-socket rolls back an open transaction when a connection goes, nothing more): named
@@ -229,8 +230,7 @@ async function openPglite({ dataDir, statementTimeoutMs, snapshot, preparedState
     onDirectConnection: (work) => work(db),
     async close() {
       await db.destroy();
-      await server.stop();
-      await pglite.close();
+      await thread.close();
       await rm(socketDir, { recursive: true, force: true });
     },
   };

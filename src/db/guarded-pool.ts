@@ -42,6 +42,28 @@ type WatchedClient = pg.PoolClient & { readyForQuery?: boolean; getTransactionSt
 /** True while a statement sent on the connection has not been answered. */
 export const hasUnansweredStatement = (client: pg.ClientBase): boolean => (client as WatchedClient).readyForQuery !== true;
 
+/**
+ * Resolves at the connection's next ReadyForQuery, or when it ends, errs or `READY_WAIT_MS` pass:
+ * the server sends it right after an ErrorResponse, but pg may read the two in separate chunks (the
+ * embedded database's socket server writes them one by one, from another thread). Whatever ends
+ * the wait, release() then keeps the connection only if it is idle.
+ */
+function untilReadyForQuery(client: WatchedClient): Promise<void> {
+  return new Promise((resolve) => {
+    const connection = (client as unknown as pg.Client).connection;
+    const done = () => {
+      clearTimeout(timer);
+      for (const event of ['readyForQuery', 'end', 'error']) connection.off(event, done);
+      resolve();
+    };
+    const timer = setTimeout(done, READY_WAIT_MS);
+    for (const event of ['readyForQuery', 'end', 'error']) connection.once(event, done);
+  });
+}
+
+/** The most a failed statement's answer waits for the ReadyForQuery behind its error. */
+const READY_WAIT_MS = 1_000;
+
 /** True when the server's last word was "idle, outside a transaction" and nothing is in flight. */
 function isIdleConnection(client: pg.ClientBase): boolean {
   return !hasUnansweredStatement(client) && (client as WatchedClient).getTransactionStatus?.() === 'I';
@@ -104,6 +126,9 @@ class CheckoutWatcher implements PostgresPoolClient {
     } catch (error) {
       const code = (error as { code?: unknown }).code;
       if (control || typeof code !== 'string' || code === FAILED_TRANSACTION) this.stateUnknown = true;
+      // pg answers a server's error at its ErrorResponse, before the ReadyForQuery that follows it;
+      // released then, the connection would look busy and be closed. Wait for the server's word.
+      else if (hasUnansweredStatement(this.client)) await untilReadyForQuery(this.client);
       throw error;
     }
     if (control) this.insideOwnTransaction = TRANSACTION_START.test(text);
