@@ -51,13 +51,14 @@ export const hasUnansweredStatement = (client: pg.ClientBase): boolean => (clien
 function untilReadyForQuery(client: WatchedClient): Promise<void> {
   return new Promise((resolve) => {
     const connection = (client as unknown as pg.Client).connection;
+    const events = ['readyForQuery', 'end', 'error'];
     const done = () => {
       clearTimeout(timer);
-      for (const event of ['readyForQuery', 'end', 'error']) connection.off(event, done);
+      for (const event of events) connection.off(event, done);
       resolve();
     };
     const timer = setTimeout(done, READY_WAIT_MS);
-    for (const event of ['readyForQuery', 'end', 'error']) connection.once(event, done);
+    for (const event of events) connection.once(event, done);
   });
 }
 

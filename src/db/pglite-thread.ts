@@ -15,6 +15,13 @@ import { Worker } from 'node:worker_threads';
 
 const require = createRequire(import.meta.url);
 
+/** The CommonJS entry points the worker requires, resolved once from this module. */
+const MODULES = {
+  pglite: require.resolve('@electric-sql/pglite'),
+  pgTrgm: require.resolve('@electric-sql/pglite/contrib/pg_trgm'),
+  socket: require.resolve('@electric-sql/pglite-socket'),
+};
+
 /** A compiled WebAssembly.Module, opaque here: it only travels to the worker (lib ES2023 has no WebAssembly types). */
 type CompiledWasm = object;
 const { WebAssembly: wasm } = globalThis as unknown as { WebAssembly: { compile(bytes: Uint8Array): Promise<CompiledWasm> } };
@@ -28,7 +35,7 @@ interface PgliteAssets {
 
 /** What the worker needs: the packages' CommonJS entry points, and where and how to open the database. */
 interface ThreadData {
-  modules: { pglite: string; pgTrgm: string; socket: string };
+  modules: typeof MODULES;
   assets: PgliteAssets;
   dataDir: string | undefined;
   snapshot: Blob | undefined;
@@ -74,7 +81,7 @@ let assets: Promise<PgliteAssets> | undefined;
  */
 function pgliteAssets(): Promise<PgliteAssets> {
   assets ??= (async () => {
-    const dist = dirname(require.resolve('@electric-sql/pglite'));
+    const dist = dirname(MODULES.pglite);
     try {
       const [pglite, initdb, bundle] = await Promise.all(['pglite.wasm', 'initdb.wasm', 'pglite.data'].map((file) => readFile(join(dist, file))));
       const [pgliteWasmModule, initdbWasmModule] = await Promise.all([wasm.compile(pglite!), wasm.compile(initdb!)]);
@@ -96,15 +103,7 @@ export interface PgliteThread {
  * thread and serves it on `socketPath`. Rejects with PGlite's own error when it cannot open.
  */
 export async function startPgliteThread(options: { dataDir: string | undefined; snapshot: Blob | undefined; socketPath: string }): Promise<PgliteThread> {
-  const workerData: ThreadData = {
-    modules: {
-      pglite: require.resolve('@electric-sql/pglite'),
-      pgTrgm: require.resolve('@electric-sql/pglite/contrib/pg_trgm'),
-      socket: require.resolve('@electric-sql/pglite-socket'),
-    },
-    assets: await pgliteAssets(),
-    ...options,
-  };
+  const workerData: ThreadData = { modules: MODULES, assets: await pgliteAssets(), ...options };
   // No TypeScript loader flags for the eval'd script: it is plain CommonJS.
   const worker = new Worker(WORKER_SCRIPT, { eval: true, workerData, execArgv: [] });
   const next = () =>
