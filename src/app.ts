@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
-import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
+import { jsonSchemaTransform, serializerCompiler } from 'fastify-type-provider-zod';
 import type { Limits } from './config.js';
 import type { Database } from './db/connect.js';
 import { startEventFeed } from './db/event-feed.js';
@@ -14,6 +14,7 @@ import { registerAuthentication } from './http/auth.js';
 import { authorize, registerAuthorization } from './http/authorization.js';
 import { registerBodyNestingLimit } from './http/body-nesting.js';
 import { clientErrorHandler, registerShutdownRefusal } from './http/connection-errors.js';
+import { compiledValidatorCompiler } from './http/compiled-validation.js';
 import { registerConsole } from './http/console.js';
 import { trackDatabaseOutage } from './http/database-outage.js';
 import { registerErrorHandling, renderFrameworkError } from './http/error-handler.js';
@@ -130,7 +131,7 @@ export async function buildApp({
   // JSON everywhere (docs/design.md §3): without Fastify's built-in text/plain parser a non-JSON body is a
   // 415 UnsupportedMediaType instead of a string that fails validation as a 400.
   app.removeContentTypeParser('text/plain');
-  app.setValidatorCompiler(validatorCompiler);
+  app.setValidatorCompiler(compiledValidatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   const databaseOutage = trackDatabaseOutage({ probe: () => pingDatabase(db, OUTAGE_PROBE_TIMEOUT_MS), logger: app.log });
   app.addHook('onClose', async () => databaseOutage.close());

@@ -10,6 +10,9 @@
 //   that without a word. Only the raw text still has the digits, so the check reads it.
 //   A number written with a fraction or an exponent (`1e21`, `0.1`) is a floating-point value by
 //   its own spelling and is taken as the nearest double.
+// - NaN and ±Infinity, which a YAML body can hold (`.nan`, `.inf`) and JSON cannot: jsonb has no
+//   such numbers, and JSON.stringify would store them as null. JSON values are not checked by
+//   their schemas (http/schemas.ts, JsonValue), so this walk is what refuses them.
 import { type FastifyInstance, type FastifyRequest, errorCodes } from 'fastify';
 import { AppError, invalidParameter } from '../errors.js';
 import { closingQuote, hasPrototypeKey, mayHaveBeenReadWrong, readJson, writesKeyWithBackslash } from '../lib/parse-json.js';
@@ -40,9 +43,11 @@ function fieldOf(node: Node, root: string): string {
   return name || root;
 }
 
+const NOT_A_JSON_NUMBER = 'must be a finite number: JSON has no NaN or Infinity';
+
 /**
- * The first string (value or object key) in `value` that cannot be taken, as a 400 naming it.
- * Iterative, like the nesting check, so a deep value cannot overflow the stack.
+ * The first string (value or object key) or number in `value` that cannot be taken, as a 400
+ * naming it. Iterative, like the nesting check, so a deep value cannot overflow the stack.
  */
 export function findUnstorableText(value: unknown, root: string): AppError | undefined {
   const pending: Node[] = [{ value, parent: undefined, key: undefined }];
@@ -52,6 +57,10 @@ export function findUnstorableText(value: unknown, root: string): AppError | und
     if (typeof item === 'string') {
       const why = unstorableText(item);
       if (why) return invalidParameter(fieldOf(node, root), why);
+      continue;
+    }
+    if (typeof item === 'number') {
+      if (!Number.isFinite(item)) return invalidParameter(fieldOf(node, root), NOT_A_JSON_NUMBER);
       continue;
     }
     if (item === null || typeof item !== 'object') continue;

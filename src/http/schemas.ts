@@ -51,19 +51,34 @@ export const IfMatchHeaders = ifMatchHeaders('ETag ("<revision>") the session mu
 /** Any JSON value, as the database's jsonb columns hold it. */
 export type JsonValueType = null | boolean | number | string | JsonValueType[] | { [key: string]: JsonValueType };
 
-// One named, recursive JSON value instead of z.json(): z.json() is an unnamed recursive schema, so
-// every document that used it got its own anonymous copy (`schema0`, `schema1`, … under
+// One named JSON value instead of z.json(): z.json() is an unnamed recursive schema, so every
+// document that used it got its own anonymous copy (`schema0`, `schema1`, … under
 // `components.schemas.__shared.$defs`, referenced from routes by refs that resolve nowhere). With an
-// id the cycle closes on `#/components/schemas/JsonValue`, and generators get one named type.
-// The array branch validates its items as JSON values, but the document leaves them open (`{}`, which
-// every item of a parsed JSON body satisfies anyway): a generator writes `JsonValue: … | JsonValue[]`
-// as a property of its `components` type, and TypeScript rejects that self-reference (TS2502,
+// id, routes refer to `#/components/schemas/JsonValue` and generators get one named type.
+//
+// Checked as z.unknown() and described as the recursive union (the metadata below is the whole of
+// its JSON Schema; the OpenAPI document is checked against the committed one): every value in a
+// body is already a JSON value, read by a JSON parser, and a YAML body's only values JSON lacks,
+// NaN and ±Infinity, are refused before validation (http/request-text.ts, findUnstorableText). A
+// recursive schema walked the whole of every content, delta and metadata on every append, and
+// z.compile() refuses a schema with a cycle in it, so the request validators could not be compiled
+// (issue 24; lib/compiled-schema.ts).
+// The array branch leaves its items open (`{}`): a generator writes `JsonValue: … | JsonValue[]` as
+// a property of its `components` type, and TypeScript rejects that self-reference (TS2502,
 // openapi-ts/openapi-typescript#1603). Through the object branch the recursion is accepted.
-export const JsonValue: z.ZodType<JsonValueType> = z
-  .lazy(() =>
-    z.union([z.string(), z.number(), z.boolean(), z.null(), z.array(JsonValue).meta({ items: { description: 'Any JSON value.' } }), z.record(z.string(), JsonValue)]),
-  )
-  .meta({ id: 'JsonValue', description: 'Any JSON value.' });
+const ANY_JSON_VALUE = 'Any JSON value.';
+export const JsonValue = (z.unknown() as unknown as z.ZodType<JsonValueType>).meta({
+  id: 'JsonValue',
+  description: ANY_JSON_VALUE,
+  anyOf: [
+    { type: 'string' },
+    { type: 'number' },
+    { type: 'boolean' },
+    { type: 'null' },
+    { type: 'array', items: { description: ANY_JSON_VALUE } },
+    { type: 'object', propertyNames: { type: 'string' }, additionalProperties: { $ref: '#/components/schemas/JsonValue' } },
+  ],
+});
 
 export const JsonObject = z.record(z.string(), JsonValue).meta({ id: 'JsonObject', description: 'A JSON object.' });
 

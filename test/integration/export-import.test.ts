@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parse } from 'yaml';
+import { parse, stringify } from 'yaml';
 import { insertSpace } from '../support/fixtures.js';
 import { createTestApp, type TestApp } from '../support/test-app.js';
 
@@ -315,6 +315,29 @@ describe('POST …/sessions/import: refusals write nothing', () => {
     const constructorPrototype = await t.request({ method: 'POST', url: importUrl(target), payload: 'format: x\nsession:\n  constructor: { prototype: { polluted: 1 } }\n', headers: { 'content-type': 'application/yaml' } });
     await expectError(constructorPrototype, 400, 'InvalidParameter', 'body');
     expect(JSON.parse(constructorPrototype.body).error.message).toContain('the key "constructor.prototype" is not allowed');
+    expect(await spaceContents(target)).toEqual(before);
+  });
+
+  it('answers 400 naming the field for a YAML number JSON does not have (.inf, -.inf, .nan), anywhere in the document', async () => {
+    const source = await richSession();
+    const { doc } = await exportJson(source.spaceId, source.sessionId);
+    const target = await insertSpace(t.db, t.account.accountId);
+    const before = await spaceContents(target);
+    const cases: [(doc: Doc) => void, string][] = [
+      [(d) => (d.session.state = { x: Number.POSITIVE_INFINITY }), 'session.state.x'],
+      [(d) => (d.session.memo = [1, Number.NEGATIVE_INFINITY]), 'session.memo[1]'],
+      [(d) => (d.session.metadata = { n: Number.NaN }), 'session.metadata.n'],
+      [(d) => ((d.events[1]!.content as { parts: { functionCall: { args: object } }[] }).parts[0]!.functionCall.args = { to: Number.NaN }), 'events[1].content.parts[0].functionCall.args.to'],
+    ];
+    for (const [change, field] of cases) {
+      const changed = structuredClone(doc);
+      change(changed);
+      const text = stringify(changed);
+      expect(text).toMatch(/\.inf|\.nan/);
+      const res = await t.request({ method: 'POST', url: importUrl(target), payload: text, headers: { 'content-type': 'application/yaml' } });
+      await expectError(res, 400, 'InvalidParameter', field);
+      expect(JSON.parse(res.body).error.details.issues).toEqual([{ field, message: 'must be a finite number: JSON has no NaN or Infinity' }]);
+    }
     expect(await spaceContents(target)).toEqual(before);
   });
 

@@ -1,9 +1,10 @@
-// Request validation on the API 3.0 face. Two stages, both zod:
+// Request validation on the API 3.0 face. Two stages, both zod, compiled (lib/compiled-schema.ts):
 //  1. the action's own request model (PascalCase fields, the SDK models' types and limits, JSON
 //     strings parsed), whose issues name the field as the SDK does: `Event.Content.Parts[0].Text`;
 //  2. the REST schema of the same operation, so that both faces share one set of rules; its
 //     issues are renamed to this face's fields by `restField`.
 import type { z } from 'zod';
+import { compiledSchema } from '../../lib/compiled-schema.js';
 import { Tc3Error, type Tc3ErrorCode } from './tc3-errors.js';
 
 type Issue = z.core.$ZodIssue;
@@ -37,7 +38,7 @@ function errorOf(issues: readonly Issue[], rename: (path: readonly PropertyKey[]
 
 /** Stage 1: the value of `schema` (the action's model), or a Tc3Error naming the field. */
 export function parseModel<T extends z.ZodType>(schema: T, value: unknown): z.output<T> {
-  const result = schema.safeParse(value);
+  const result = compiledSchema(schema).safeParse(value);
   if (!result.success) throw errorOf(result.error.issues, fieldPath);
   return result.data;
 }
@@ -47,7 +48,7 @@ export function parseModel<T extends z.ZodType>(schema: T, value: unknown): z.ou
  * into this face's field name (`Metadata`); by default each name is capitalized under `prefix`.
  */
 export function parseServiceInput<T extends z.ZodType>(schema: T, value: unknown, restField: (path: readonly PropertyKey[]) => string = pascalPath()): z.output<T> {
-  const result = schema.safeParse(value);
+  const result = compiledSchema(schema).safeParse(value);
   if (!result.success) throw errorOf(result.error.issues, restField);
   return result.data;
 }
