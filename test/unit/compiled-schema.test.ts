@@ -2,7 +2,9 @@ import { readFileSync } from 'node:fs';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { DEFAULT_LIMITS } from '../../src/config.js';
 import { compiledSchema } from '../../src/lib/compiled-schema.js';
+import { sessionSchemas } from '../../src/modules/sessions/index.js';
 import { JsonObject, JsonValue, SessionPath } from '../../src/http/schemas.js';
 import { EventInput, IfMatchHeaders, eventBatchInput } from '../../src/modules/events/events.schemas.js';
 import { fromSchema, mutated, refResolver } from '../support/arbitraries.js';
@@ -30,6 +32,13 @@ describe('compiled request validation', () => {
   it('compiles each schema once and answers the same clone', () => {
     expect(compiledSchema(EventInput)).toBe(compiledSchema(EventInput));
     expect(compiledSchema(EventInput)).not.toBe(EventInput);
+  });
+
+  it("builds the sessions' schemas once per limits, so the API 3.0 face, which asks for them per request, compiles them once", () => {
+    const limits = { ...DEFAULT_LIMITS };
+    expect(sessionSchemas(limits)).toBe(sessionSchemas(limits));
+    expect(sessionSchemas(limits).CreateSessionBody).toBe(sessionSchemas(limits).CreateSessionBody);
+    expect(sessionSchemas({ ...DEFAULT_LIMITS, titleChars: 10 }).CreateSessionBody).not.toBe(sessionSchemas(limits).CreateSessionBody);
   });
 
   it('accepts and refuses exactly what the runtime parser does, with the same value or the same issues', () => {

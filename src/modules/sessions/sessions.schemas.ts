@@ -17,7 +17,21 @@ export const CreateHeaders = z.looseObject({
 const MetadataValues = z.record(z.string(), z.string()).describe('String → string; see the metadata rules (docs/design.md §4.5).');
 const TtlSeconds = z.number().int().min(1).max(MAX_TTL_SECONDS).describe('Expire this many seconds from now.');
 
-export function sessionSchemas(limits: Limits) {
+// Built once per Limits object: the API 3.0 face asks for them on every request, and their
+// validators are compiled once per schema object (lib/compiled-schema.ts).
+const builtSchemas = new WeakMap<Limits, ReturnType<typeof buildSessionSchemas>>();
+
+/** The schemas for `limits`, the same objects on every call with the same `limits`. */
+export function sessionSchemas(limits: Limits): ReturnType<typeof buildSessionSchemas> {
+  let schemas = builtSchemas.get(limits);
+  if (!schemas) {
+    schemas = buildSessionSchemas(limits);
+    builtSchemas.set(limits, schemas);
+  }
+  return schemas;
+}
+
+function buildSessionSchemas(limits: Limits) {
   const Title = z.string().max(limits.titleChars).describe(`At most ${limits.titleChars} characters.`);
 
   const CreateSessionBody = z.strictObject({
