@@ -56,7 +56,7 @@ export type JsonValueType = null | boolean | number | string | JsonValueType[] |
 // `components.schemas.__shared.$defs`, referenced from routes by refs that resolve nowhere). With an
 // id, routes refer to `#/components/schemas/JsonValue` and generators get one named type.
 //
-// Checked as z.unknown() and described as the recursive union (the metadata below is the whole of
+// Checked as any value (z.unknown()) and described as the recursive union (the metadata below is the whole of
 // its JSON Schema; the OpenAPI document is checked against the committed one): every value in a
 // body is already a JSON value, read by a JSON parser, and a YAML body's only values JSON lacks,
 // NaN and ±Infinity, are refused before validation (http/request-text.ts, findUnstorableText). A
@@ -66,8 +66,11 @@ export type JsonValueType = null | boolean | number | string | JsonValueType[] |
 // The array branch leaves its items open (`{}`): a generator writes `JsonValue: … | JsonValue[]` as
 // a property of its `components` type, and TypeScript rejects that self-reference (TS2502,
 // openapi-ts/openapi-typescript#1603). Through the object branch the recursion is accepted.
+// Non-optional, so that a required JSON field that is missing is named as such ("received
+// undefined" makes it a MissingParameter), in zod's words for the other types.
 const ANY_JSON_VALUE = 'Any JSON value.';
-export const JsonValue = (z.unknown() as unknown as z.ZodType<JsonValueType>).meta({
+const checkedAsAnyValue = z.unknown().nonoptional({ error: 'Invalid input: expected a JSON value, received undefined' });
+export const JsonValue = (checkedAsAnyValue as unknown as z.ZodType<JsonValueType>).meta({
   id: 'JsonValue',
   description: ANY_JSON_VALUE,
   anyOf: [

@@ -286,6 +286,7 @@ describe('POST …/sessions/import: refusals write nothing', () => {
     ['an unknown field', (doc) => ({ ...doc, session: { ...doc.session, extra: 1 } }), 'session'],
     ['a bad event', (doc) => ({ ...doc, events: doc.events.map((event, index) => (index === 2 ? { ...event, author: '' } : event)) }), 'events[2].author'],
     ['a missing field', (doc) => ({ ...doc, session: { ...doc.session, revision: undefined } }), 'session.revision', 'MissingParameter'],
+    ['a missing memo (a JSON value, null when there is none)', (doc) => ({ ...doc, session: { ...doc.session, memo: undefined } }), 'session.memo', 'MissingParameter'],
   ];
 
   it.each(invalid)('answers 400 naming the field for %s', async (_name, mutate, field, code = 'InvalidParameter') => {
