@@ -10,11 +10,14 @@
 //   that without a word. Only the raw text still has the digits, so the check reads it.
 //   A number written with a fraction or an exponent (`1e21`, `0.1`) is a floating-point value by
 //   its own spelling and is taken as the nearest double.
-// - NaN and ±Infinity, which a YAML body can hold (`.nan`, `.inf`) and JSON cannot: jsonb has no
-//   such numbers, and JSON.stringify would store them as null. JSON values are not checked by
-//   their schemas (http/schemas.ts, JsonValue), so this walk is what refuses them.
+// - NaN and ±Infinity: a JSON number literal beyond a double's range (`1e400`, `-2E+308`, 310
+//   digits and a fraction) comes out of JSON.parse as ±Infinity, and a YAML body can write them
+//   (`.inf`, `.nan`). jsonb has no such numbers, and JSON.stringify would store them as null.
+//   JSON values are not checked by their schemas (http/schemas.ts, JsonValue), so this is what
+//   refuses them, on every body.
 import { type FastifyInstance, type FastifyRequest, errorCodes } from 'fastify';
 import { AppError, invalidParameter } from '../errors.js';
+import { holdsNonFiniteNumber } from '../lib/json-measure.js';
 import { closingQuote, hasPrototypeKey, mayHaveBeenReadWrong, readJson, writesKeyWithBackslash } from '../lib/parse-json.js';
 
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
@@ -155,8 +158,9 @@ function fieldName(path: (string | number)[], root: string): string {
  * Parsed bodies whose JSON text has no `\u` escape, so no string or key in them can hold what
  * unstorableText refuses: in valid JSON a NUL can only be written as an escape (a raw control
  * character is a syntax error), and so can a lone surrogate (the strict decoder refuses one encoded
- * in the bytes). The walk of such a body finds nothing, so it is skipped: every append pays for it
- * otherwise (issue 24). Weak: a body is forgotten with its request.
+ * in the bytes). The walk of such a body finds no text to refuse, so it is skipped (every append
+ * paid for it otherwise, issue 24) but for a lighter look for numbers beyond a double.
+ * Weak: a body is forgotten with its request.
  */
 const bodiesWithoutEscapes = new WeakSet<object>();
 
@@ -191,6 +195,16 @@ function readGuarded(text: string, done: ParseDone): void {
   }
   if (hasPrototypeKey(value)) done(new errorCodes.FST_ERR_CTP_INVALID_JSON_BODY(), undefined);
   else done(null, value);
+}
+
+/**
+ * What a parsed body holds that cannot be taken, as findUnstorableText names it. A body known to
+ * hold no escape (bodiesWithoutEscapes) can only hold a number beyond a double: the full walk,
+ * which names the field, runs for it only when a lighter one finds such a number.
+ */
+function findUnstorableBodyValue(body: unknown): AppError | undefined {
+  if (!bodiesWithoutEscapes.has(body as object) || holdsNonFiniteNumber(body)) return findUnstorableText(body, 'body');
+  return undefined;
 }
 
 /** A strict UTF-8 JSON body parser, and the check of body, query and path parameters before validation. */
@@ -229,7 +243,7 @@ export function registerRequestTextRules(app: FastifyInstance): void {
     const problem =
       findUnstorableText(request.params, 'path') ??
       (schema?.querystring ? findUnstorableText(request.query, 'query') : undefined) ??
-      (schema?.body && request.body !== undefined && !bodiesWithoutEscapes.has(request.body as object) ? findUnstorableText(request.body, 'body') : undefined);
+      (schema?.body && request.body !== undefined ? findUnstorableBodyValue(request.body) : undefined);
     done(problem);
   });
 }

@@ -58,8 +58,9 @@ export type JsonValueType = null | boolean | number | string | JsonValueType[] |
 //
 // Checked as any value (z.unknown()) and described as the recursive union (the metadata below is the whole of
 // its JSON Schema; the OpenAPI document is checked against the committed one): every value in a
-// body is already a JSON value, read by a JSON parser, and a YAML body's only values JSON lacks,
-// NaN and ±Infinity, are refused before validation (http/request-text.ts, findUnstorableText). A
+// body is already a JSON value, read by a JSON parser, but for NaN and ±Infinity (a JSON literal
+// beyond a double's range, `1e400`, and YAML's `.nan` and `.inf`), which are refused before
+// validation (http/request-text.ts; the API 3.0 face's JSON strings in tc3-models.ts). A
 // recursive schema walked the whole of every content, delta and metadata on every append, and
 // z.compile() refuses a schema with a cycle in it, so the request validators could not be compiled
 // (issue 24; lib/compiled-schema.ts).

@@ -19,6 +19,36 @@ export function jsonDepth(value: unknown): number {
   return deepest;
 }
 
+/**
+ * Whether `value` holds NaN or ±Infinity at any depth: numbers JSON cannot write, which a JSON
+ * number literal beyond a double's range (`1e400`) becomes in JSON.parse, and YAML's `.nan` and
+ * `.inf` are. jsonb cannot store them and JSON.stringify writes them as null. Iterative, and
+ * without a path (found, the caller names the field by a walk of its own): every JSON body runs it.
+ */
+export function holdsNonFiniteNumber(value: unknown): boolean {
+  const pending: unknown[] = [value];
+  while (pending.length > 0) {
+    const item = pending.pop();
+    if (typeof item === 'number') {
+      if (!Number.isFinite(item)) return true;
+    } else if (Array.isArray(item)) {
+      for (let index = 0; index < item.length; index++) {
+        const child: unknown = item[index];
+        if (child !== null && typeof child === 'object') pending.push(child);
+        else if (typeof child === 'number' && !Number.isFinite(child)) return true;
+      }
+    } else if (item !== null && typeof item === 'object') {
+      for (const key in item) {
+        if (!Object.hasOwn(item, key)) continue;
+        const child: unknown = (item as Record<string, unknown>)[key];
+        if (child !== null && typeof child === 'object') pending.push(child);
+        else if (typeof child === 'number' && !Number.isFinite(child)) return true;
+      }
+    }
+  }
+  return false;
+}
+
 /** Size in bytes of the value serialized as compact JSON (UTF-8): what the size limits measure. */
 export function jsonBytes(value: unknown): number {
   return Buffer.byteLength(JSON.stringify(value) ?? '', 'utf8');

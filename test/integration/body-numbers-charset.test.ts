@@ -65,6 +65,33 @@ describe('numbers JSON cannot carry exactly', () => {
     expect(changedTables(before, await tableFingerprints(t.db))).toEqual([]);
   });
 
+  it.each([
+    ['1e400', '1e400', 'actions.stateDelta.nested.big'],
+    ['-2E+308', '-2E+308', 'actions.stateDelta.nested.big'],
+    ['310 digits and a fraction', `${'9'.repeat(310)}.5`, 'actions.stateDelta.nested.big'],
+  ])('refuses %s, beyond a double (JSON.parse makes it Infinity), with 400 naming the field, writing nothing', async (_what, literal, field) => {
+    const sessionId = await newSession();
+    const before = await tableFingerprints(t.db);
+    const res = await postRaw(`${sessionUrl(sessionId)}/events`, `{"author":"agent","actions":{"stateDelta":{"nested":{"big":${literal}}}}}`);
+    expect(res.statusCode, res.body).toBe(400);
+    expect(res.json().error.code).toBe('InvalidParameter');
+    expect(res.json().error.details).toEqual({ issues: [{ field, message: 'must be a finite number: JSON has no NaN or Infinity' }] });
+    expect(changedTables(before, await tableFingerprints(t.db))).toEqual([]);
+  });
+
+  it('refuses a number beyond a double in an event\'s content, a batch, a session\'s state and metadata of an event', async () => {
+    const sessionId = await newSession();
+    const before = await tableFingerprints(t.db);
+    const batch = await postRaw(`${sessionUrl(sessionId)}/events`, '{"events":[{"author":"user"},{"author":"agent","content":{"parts":[{"functionCall":{"name":"f","args":{"n":[1,1e999]}}}]}}]}');
+    expect(batch.json().error.details.issues).toEqual([{ field: 'events[1].content.parts[0].functionCall.args.n[1]', message: 'must be a finite number: JSON has no NaN or Infinity' }]);
+    const metadata = await postRaw(`${sessionUrl(sessionId)}/events`, '{"author":"agent","metadata":{"m":-1e309}}');
+    expect(metadata.json().error.details.issues[0].field).toBe('metadata.m');
+    const created = await postRaw(sessionsUrl(), '{"state":{"x":1e400}}');
+    expect(created.json().error.details.issues[0].field).toBe('state.x');
+    for (const res of [batch, metadata, created]) expect(res.statusCode).toBe(400);
+    expect(changedTables(before, await tableFingerprints(t.db))).toEqual([]);
+  });
+
   it('stores the extremes ±(2^53−1) exactly, and numbers with a fraction or exponent as doubles', async () => {
     const sessionId = await newSession();
     const digits = '"a string of 12345678901234567890123 digits, with \\" an escaped quote"';

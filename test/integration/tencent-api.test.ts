@@ -294,6 +294,20 @@ describe('the same rules as the REST API', () => {
     await expectRefused(() => call('AppendEvent', { SpaceId, UserId: 'u', SessionId: 'nope', Event: { Author: 'u' } }), 'ResourceNotFound.Session');
   });
 
+  it('refuses a JSON string holding a number beyond a double (1e400, which parses to Infinity), writing nothing', async () => {
+    const SpaceId = await newSpace();
+    const key = { SpaceId, UserId: 'u', SessionId: 's' };
+    await call('CreateSession', key);
+    const beyond = /must not hold a number beyond a double's range/;
+    await expectRefused(() => call('AppendEvent', { ...key, Event: { Author: 'user', Actions: { StateDelta: '{"x":1e400}' } } }), 'InvalidParameterValue', /^Event\.Actions\.StateDelta: /);
+    await expectRefused(() => call('AppendEvent', { ...key, Event: { Author: 'user', Metadata: '{"m":{"n":[-2E+308]}}' } }), 'InvalidParameterValue', beyond);
+    await expectRefused(() => call('CreateSession', { SpaceId, UserId: 'u', SessionId: 's2', State: { CustomState: '{"x":1e999}' } }), 'InvalidParameterValue', /^State\.CustomState: must not hold/);
+    const session = (await call('DescribeSession', key)).Session as { State: { CustomState: string } };
+    expect(JSON.parse(session.State.CustomState)).toEqual({});
+    await expectRefused(() => call('DescribeSession', { ...key, SessionId: 's2' }), 'ResourceNotFound.Session');
+    expect((await call('DescribeEvents', key)).TotalCount).toBe(0);
+  });
+
   it('answers an event id reused with another payload with InvalidParameter.EventIdDuplicate, a retry with the stored event', async () => {
     const SpaceId = await newSpace();
     const key = { SpaceId, UserId: 'u', SessionId: 's' };

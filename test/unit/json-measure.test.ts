@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { compactJsonLength } from '../../src/lib/json-measure.js';
+import { compactJsonLength, holdsNonFiniteNumber } from '../../src/lib/json-measure.js';
 
 /** What the context window measured before: JSON.stringify of the parsed value. */
 const stringifiedLength = (text: string) => JSON.stringify(JSON.parse(text)).length;
@@ -57,5 +57,23 @@ describe('compactJsonLength', () => {
       }),
       { numRuns: 500 },
     );
+  });
+});
+
+describe('holdsNonFiniteNumber', () => {
+  it('finds NaN or ±Infinity at any depth, in objects and arrays, and nothing in any finite JSON value', () => {
+    fc.assert(fc.property(storableJson, (value) => !holdsNonFiniteNumber(value)));
+    for (const bad of [Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY]) {
+      expect(holdsNonFiniteNumber(bad)).toBe(true);
+      expect(holdsNonFiniteNumber([1, [2, { a: bad }]])).toBe(true);
+      expect(holdsNonFiniteNumber({ a: 'x', b: [null, true, bad] })).toBe(true);
+      expect(holdsNonFiniteNumber(JSON.parse('{"k":{"__proto__":{"z":1e400}}}'))).toBe(true);
+    }
+    expect(holdsNonFiniteNumber(JSON.parse('{"a":[1e308,-1.7976931348623157e308,1e-400]}'))).toBe(false);
+  });
+
+  it('walks a value nested far deeper than the call stack allows', () => {
+    const deep = JSON.parse(`${'['.repeat(100_000)}1e400${']'.repeat(100_000)}`) as unknown;
+    expect(holdsNonFiniteNumber(deep)).toBe(true);
   });
 });

@@ -4,6 +4,7 @@
 // rules apply underneath (tc3-validation.ts, stage 2).
 import { z } from 'zod';
 import type { JsonObject as JsonObjectValue } from '../../db/schema.js';
+import { holdsNonFiniteNumber } from '../../lib/json-measure.js';
 import { parseJson } from '../../lib/parse-json.js';
 import { TimestampInput } from '../../http/schemas.js';
 import type { EventInputValue, EventView } from '../events/index.js';
@@ -23,6 +24,11 @@ export const jsonObjectString = (max?: number) => {
     }
     if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
       ctx.addIssue({ code: 'custom', message: 'must be a JSON string holding a JSON object, not another JSON value' });
+      return z.NEVER;
+    }
+    // A number literal beyond a double's range (`1e400`) is Infinity here, which jsonb cannot store.
+    if (holdsNonFiniteNumber(parsed)) {
+      ctx.addIssue({ code: 'custom', message: 'must not hold a number beyond a double\'s range (e.g. 1e400): JSON has no Infinity' });
       return z.NEVER;
     }
     return parsed as JsonObjectValue;
