@@ -319,6 +319,23 @@ describe('POST …/sessions/import: refusals write nothing', () => {
     expect(await spaceContents(target)).toEqual(before);
   });
 
+  it('answers 400 at once for a YAML document that holds itself (an alias inside its own anchor), and goes on answering', async () => {
+    const target = await insertSpace(t.db, t.account.accountId);
+    const before = await spaceContents(target);
+    for (const payload of ['format: x\nsession: &s [1, *s]\n', 'format: x\nsession: &s { memo: { m: [ *s ] } }\nevents: []\n']) {
+      const started = Date.now();
+      const res = await t.request({ method: 'POST', url: importUrl(target), payload, headers: { 'content-type': 'application/yaml' } });
+      await expectError(res, 400, 'InvalidParameter', 'body');
+      expect(JSON.parse(res.body).error.message).toContain('an alias refers to a node that contains it');
+      expect(Date.now() - started).toBeLessThan(2000);
+    }
+    // Shared (not cyclic) aliases are still YAML the import reads: they fail on the document's own rules only.
+    const shared = await t.request({ method: 'POST', url: importUrl(target), payload: 'format: x\na: &x [1]\nb: [*x, *x]\n', headers: { 'content-type': 'application/yaml' } });
+    expect(JSON.parse(shared.body).error.message).not.toContain('alias');
+    expect((await t.request({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
+    expect(await spaceContents(target)).toEqual(before);
+  });
+
   it('answers 400 naming the field for a YAML number JSON does not have (.inf, -.inf, .nan), anywhere in the document', async () => {
     const source = await richSession();
     const { doc } = await exportJson(source.spaceId, source.sessionId);

@@ -70,8 +70,38 @@ export const YAML_MAX_ALIASES = 50;
  */
 export function parseYamlDocument(text: string): unknown {
   const value: unknown = parse(text, { schema: 'core', maxAliasCount: YAML_MAX_ALIASES, uniqueKeys: true, merge: false, prettyErrors: false });
+  // First: every later walk of the value (prototype keys, text, nesting, validation) would go
+  // round a cycle for ever, holding the server's thread and growing its memory.
+  if (holdsCycle(value)) throw new Error('an alias refers to a node that contains it: a JSON document cannot hold a cycle');
   assertNoPrototypeKeys(value);
   return value;
+}
+
+/**
+ * Whether `value` contains itself: an alias inside its own anchor (`a: &x [1, *x]`) makes the yaml
+ * package answer a cyclic structure. Depth-first with the path's nodes in a set; iterative, so a
+ * deep document cannot overflow the stack. A node reached twice by aliases, not on the path, is
+ * shared, not a cycle (alias expansion is bounded by YAML_MAX_ALIASES).
+ */
+export function holdsCycle(value: unknown): boolean {
+  const isNode = (item: unknown): item is object => item !== null && typeof item === 'object';
+  if (!isNode(value)) return false;
+  const onPath = new Set<object>([value]);
+  const path: { node: object; children: unknown[]; next: number }[] = [{ node: value, children: Object.values(value), next: 0 }];
+  while (path.length > 0) {
+    const top = path[path.length - 1]!;
+    if (top.next === top.children.length) {
+      onPath.delete(top.node);
+      path.pop();
+      continue;
+    }
+    const child = top.children[top.next++];
+    if (!isNode(child)) continue;
+    if (onPath.has(child)) return true;
+    onPath.add(child);
+    path.push({ node: child, children: Object.values(child), next: 0 });
+  }
+  return false;
 }
 
 /** The JSON body parser refuses `__proto__` and `constructor.prototype`; YAML bodies get the same rule. */
