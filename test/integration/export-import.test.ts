@@ -319,6 +319,23 @@ describe('POST …/sessions/import: refusals write nothing', () => {
     expect(await spaceContents(target)).toEqual(before);
   });
 
+  it('answers 400 for a YAML document nested deeper than a JSON body may be, 20,000 levels included, before the parser recurses, and goes on answering', async () => {
+    const target = await insertSpace(t.db, t.account.accountId);
+    const before = await spaceContents(target);
+    const cases = [`format: x\nsession: ${'['.repeat(257)}${']'.repeat(257)}\n`, `format: x\nsession: ${'{a: '.repeat(20_000)}1${'}'.repeat(20_000)}\n`, `format: x\nevents:\n${'- '.repeat(20_000)}x\n`];
+    for (const payload of cases) {
+      const res = await t.request({ method: 'POST', url: importUrl(target), payload, headers: { 'content-type': 'application/yaml' } });
+      await expectError(res, 400, 'InvalidParameter', 'body');
+      expect(JSON.parse(res.body).error.message).toContain('nested deeper than 256 levels');
+    }
+    // 256 levels are read (and then judged by the document's rules: here, not an export document).
+    const deepest = await t.request({ method: 'POST', url: importUrl(target), payload: `format: x\nsession: ${'['.repeat(255)}${']'.repeat(255)}\n`, headers: { 'content-type': 'application/yaml' } });
+    expect(deepest.statusCode).toBe(400);
+    expect(JSON.parse(deepest.body).error.message).not.toContain('nested deeper');
+    expect((await t.request({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
+    expect(await spaceContents(target)).toEqual(before);
+  });
+
   it('answers 400 at once for a YAML document that holds itself (an alias inside its own anchor), and goes on answering', async () => {
     const target = await insertSpace(t.db, t.account.accountId);
     const before = await spaceContents(target);

@@ -1,6 +1,7 @@
 // Export and import of a session (docs/design.md §4.9), as JSON or YAML.
 import { Readable } from 'node:stream';
 import { AppError } from '../../errors.js';
+import { MAX_BODY_NESTING } from '../../http/body-nesting.js';
 import { unsupportedCharset } from '../../http/request-text.js';
 import { SessionPath, SpacePath, errorResponses } from '../../http/schemas.js';
 import type { AppDeps, ZodApp } from '../../http/zod-app.js';
@@ -63,7 +64,7 @@ export async function transferRoutes(app: ZodApp, { db, limits, expensiveSlots }
         return;
       }
       try {
-        done(null, parseYamlDocument(body as string));
+        done(null, parseYamlDocument(body as string, MAX_BODY_NESTING));
       } catch (error) {
         const reason = error instanceof Error ? error.message.split('\n')[0] : 'unreadable';
         done(new AppError('InvalidParameter', `The body is not a valid YAML document: ${reason}`, { details: { issues: [{ field: 'body', message: 'must be one valid YAML document' }] } }), undefined);
