@@ -106,7 +106,7 @@ function nestedDeeperThan(text: string, limit: number): boolean {
  * deep document cannot overflow the stack. A node reached twice by aliases, not on the path, is
  * shared, not a cycle (alias expansion is bounded by YAML_MAX_ALIASES).
  */
-export function holdsCycle(value: unknown): boolean {
+function holdsCycle(value: unknown): boolean {
   const isNode = (item: unknown): item is object => item !== null && typeof item === 'object';
   if (!isNode(value)) return false;
   const onPath = new Set<object>([value]);
