@@ -17,7 +17,7 @@
 //   refuses them, on every body.
 import { type FastifyInstance, type FastifyRequest, errorCodes } from 'fastify';
 import { AppError, invalidParameter } from '../errors.js';
-import { holdsNonFiniteNumber } from '../lib/json-measure.js';
+import { INEXACT_INTEGER_RULE, holdsNonFiniteNumber } from '../lib/json-measure.js';
 import { closingQuote, hasPrototypeKey, mayHaveBeenReadWrong, readJson, writesKeyWithBackslash } from '../lib/parse-json.js';
 
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
@@ -99,8 +99,6 @@ export function unsupportedCharset(contentType: string | undefined): AppError | 
   });
 }
 
-const INEXACT_INTEGER_RULE =
-  'must be between -9007199254740991 and 9007199254740991 (±(2^53−1)): a larger integer cannot be carried exactly in JSON; send it as a string';
 const NUMBER_LITERAL = /-?\d+(\.\d+)?([eE][+-]?\d+)?/y;
 
 /**

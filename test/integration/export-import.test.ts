@@ -339,10 +339,14 @@ describe('POST …/sessions/import: refusals write nothing', () => {
   it('answers 400 at once for a YAML document that holds itself (an alias inside its own anchor), and goes on answering', async () => {
     const target = await insertSpace(t.db, t.account.accountId);
     const before = await spaceContents(target);
-    for (const payload of ['format: x\nsession: &s [1, *s]\n', 'format: x\nsession: &s { memo: { m: [ *s ] } }\nevents: []\n']) {
+    const cases = [
+      ['format: x\nsession: &s [1, *s]\n', 'session[1]'],
+      ['format: x\nsession: &s { memo: { m: [ *s ] } }\nevents: []\n', 'session.memo.m[0]'],
+    ];
+    for (const [payload, field] of cases) {
       const started = Date.now();
       const res = await t.request({ method: 'POST', url: importUrl(target), payload, headers: { 'content-type': 'application/yaml' } });
-      await expectError(res, 400, 'InvalidParameter', 'body');
+      await expectError(res, 400, 'InvalidParameter', field);
       expect(JSON.parse(res.body).error.message).toContain('an alias refers to a node that contains it');
       expect(Date.now() - started).toBeLessThan(2000);
     }
@@ -374,6 +378,61 @@ describe('POST …/sessions/import: refusals write nothing', () => {
       expect(JSON.parse(res.body).error.details.issues).toEqual([{ field, message: 'must be a finite number: JSON has no NaN or Infinity' }]);
     }
     expect(await spaceContents(target)).toEqual(before);
+  });
+
+  it('answers 400 naming the field for a YAML value JSON does not have (a tagged binary, set or timestamp; a collection as a key; keys 1 and "1"; an integer beyond ±(2^53−1); an unknown tag)', async () => {
+    const source = await richSession();
+    const { doc } = await exportJson(source.spaceId, source.sessionId);
+    const target = await insertSpace(t.db, t.account.accountId);
+    const before = await spaceContents(target);
+    const notJson = 'must be a JSON value: YAML tags for binary data, sets and timestamps have no JSON counterpart';
+    // Each case puts a placeholder where the YAML goes, then writes that YAML in its place.
+    const cases: [(doc: Doc) => void, string, string, string][] = [
+      [(d) => (d.session.state = { blob: 'PLACEHOLDER' }), '!!binary aGVsbG8=', 'session.state.blob', notJson],
+      [(d) => (d.session.state = { tags: 'PLACEHOLDER' }), '!!set { a, b }', 'session.state.tags', notJson],
+      [(d) => (d.session.memo = [1, 'PLACEHOLDER']), '!!set { x }', 'session.memo[1]', notJson],
+      [(d) => ((d.events[1]!.metadata as Record<string, unknown>).when = 'PLACEHOLDER'), '!!timestamp 2001-12-14', 'events[1].metadata.when', notJson],
+      [(d) => (d.session.state = 'PLACEHOLDER'), '{ [1, 2]: pair }', 'session.state', 'must have scalar keys: a YAML key that is a collection, binary data or a timestamp has no JSON counterpart'],
+      [(d) => (d.session.state = 'PLACEHOLDER'), '{ 1: a, "1": b }', 'session.state', 'has the key "1" twice: YAML keys that differ only in type (1 and "1") are one JSON key'],
+      [
+        (d) => (d.session.state = { big: 'PLACEHOLDER' }),
+        '12345678901234567890123',
+        'session.state.big',
+        'must be between -9007199254740991 and 9007199254740991 (±(2^53−1)): a larger integer cannot be carried exactly in JSON; send it as a string',
+      ],
+    ];
+    for (const [change, yaml, field, message] of cases) {
+      const changed = structuredClone(doc);
+      change(changed);
+      const text = stringify(changed).replace('PLACEHOLDER', yaml);
+      expect(text).toContain(yaml);
+      const res = await t.request({ method: 'POST', url: importUrl(target), payload: text, headers: { 'content-type': 'application/yaml' } });
+      await expectError(res, 400, 'InvalidParameter', field);
+      expect(JSON.parse(res.body).error.details.issues).toEqual([{ field, message }]);
+    }
+    // A tag the core schema does not resolve would leave its value a string the sender did not mean.
+    for (const yaml of ['!custom 1', '!!int 1e400']) {
+      const text = stringify({ ...doc, session: { ...doc.session, state: { x: 'PLACEHOLDER' } } }).replace('PLACEHOLDER', yaml);
+      const res = await t.request({ method: 'POST', url: importUrl(target), payload: text, headers: { 'content-type': 'application/yaml' } });
+      await expectError(res, 400, 'InvalidParameter', 'body');
+      expect(JSON.parse(res.body).error.message).toMatch(/Unresolved tag: .*write the value without the tag/);
+    }
+    expect(await spaceContents(target)).toEqual(before);
+    // Integers within a double's exact range are numbers, as in JSON, written in hexadecimal or octal too.
+    const exact = structuredClone(doc);
+    // An ordered map is an object; scalar keys are their text, as JSON writes them.
+    exact.session.state = { largest: 9007199254740991, smallest: -9007199254740991, ordered: 'OMAP', keys: 'KEYS' };
+    exact.session.memo = ['HEX', 'OCTAL'];
+    const imported = await t.request({
+      method: 'POST',
+      url: importUrl(target),
+      payload: stringify(exact).replace('HEX', '0x1F').replace('OCTAL', '0o17').replace('OMAP', '!!omap [ { b: 1 }, { a: 2 } ]').replace('KEYS', '{ 1: one, true: yes, 2.5: half }'),
+      headers: { 'content-type': 'application/yaml' },
+    });
+    expect(imported.statusCode, imported.body).toBe(201);
+    const session = (await exportJson(target, source.sessionId)).doc.session;
+    expect(session.state).toEqual({ largest: 9007199254740991, smallest: -9007199254740991, ordered: { b: 1, a: 2 }, keys: { '1': 'one', true: 'yes', '2.5': 'half' } });
+    expect(session.memo).toEqual([31, 15]);
   });
 
   it('answers 404 for a missing space and for another account\'s space', async () => {

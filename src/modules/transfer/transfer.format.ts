@@ -1,9 +1,10 @@
 // Writing an export document as JSON or YAML text, piece by piece, and reading a YAML document
 // safely. Pure apart from consuming the given event chunks: no database, no HTTP.
-import { Lexer, Parser, parse, stringify } from 'yaml';
+import { Lexer, Parser, parseDocument, stringify } from 'yaml';
 import { findPrototypeKey } from '../../lib/parse-json.js';
 import type { EventView } from '../events/index.js';
 import type { SessionExport } from './transfer.service.js';
+import { jsonValueOfYaml } from './yaml-json.js';
 
 export type ExportFormat = 'json' | 'yaml';
 
@@ -64,17 +65,21 @@ export async function* exportText(doc: SessionExport, format: ExportFormat): Asy
 export const YAML_MAX_ALIASES = 50;
 
 /**
- * Parses one YAML document with the YAML 1.2 core schema (plain JSON types: no timestamps, no
- * custom tags), refusing duplicate keys, alias expansion beyond YAML_MAX_ALIASES and collections
- * nested deeper than `maxNesting` (the JSON bodies' limit).
- * Throws the yaml package's error on bad input.
+ * Parses one YAML document with the YAML 1.2 core schema, refusing duplicate keys, alias expansion
+ * beyond YAML_MAX_ALIASES, collections nested deeper than `maxNesting` (the JSON bodies' limit),
+ * tags the schema does not know, and what JSON cannot hold (yaml-json.ts: a YamlValueError naming
+ * the field). Answers the document's JSON value. Throws the yaml package's error on bad input.
  */
 export function parseYamlDocument(text: string, maxNesting: number): unknown {
   if (nestedDeeperThan(text, maxNesting)) throw new Error(`it is nested deeper than ${maxNesting} levels`);
-  const value: unknown = parse(text, { schema: 'core', maxAliasCount: YAML_MAX_ALIASES, uniqueKeys: true, merge: false, prettyErrors: false });
-  // First: every later walk of the value (prototype keys, text, nesting, validation) would go
-  // round a cycle for ever, holding the server's thread and growing its memory.
-  if (holdsCycle(value)) throw new Error('an alias refers to a node that contains it: a JSON document cannot hold a cycle');
+  // Integers as BigInt and (below) maps as Map: what a double or a plain object would lose, the walk sees.
+  const document = parseDocument(text, { schema: 'core', uniqueKeys: true, merge: false, prettyErrors: false, intAsBigInt: true });
+  if (document.errors.length > 0) throw document.errors[0]!;
+  // A tag the core schema does not know leaves its value a string (`!!int 1e400` is the text
+  // "1e400"), which is not what the sender meant; the package would only print a warning to stderr.
+  const unknownTag = document.warnings.find((warning) => warning.code === 'TAG_RESOLVE_FAILED');
+  if (unknownTag) throw new Error(`${unknownTag.message.split('\n')[0]}: write the value without the tag`);
+  const value = jsonValueOfYaml(document.toJS({ maxAliasCount: YAML_MAX_ALIASES, mapAsMap: true }));
   assertNoPrototypeKeys(value);
   return value;
 }
@@ -96,33 +101,6 @@ function nestedDeeperThan(text: string, limit: number): boolean {
       // The concrete syntax tree is not kept: parse() below reads the text again.
     }
     if (parser.stack.length > limit + 1) return true;
-  }
-  return false;
-}
-
-/**
- * Whether `value` contains itself: an alias inside its own anchor (`a: &x [1, *x]`) makes the yaml
- * package answer a cyclic structure. Depth-first with the path's nodes in a set; iterative, so a
- * deep document cannot overflow the stack. A node reached twice by aliases, not on the path, is
- * shared, not a cycle (alias expansion is bounded by YAML_MAX_ALIASES).
- */
-function holdsCycle(value: unknown): boolean {
-  const isNode = (item: unknown): item is object => item !== null && typeof item === 'object';
-  if (!isNode(value)) return false;
-  const onPath = new Set<object>([value]);
-  const path: { node: object; children: unknown[]; next: number }[] = [{ node: value, children: Object.values(value), next: 0 }];
-  while (path.length > 0) {
-    const top = path[path.length - 1]!;
-    if (top.next === top.children.length) {
-      onPath.delete(top.node);
-      path.pop();
-      continue;
-    }
-    const child = top.children[top.next++];
-    if (!isNode(child)) continue;
-    if (onPath.has(child)) return true;
-    onPath.add(child);
-    path.push({ node: child, children: Object.values(child), next: 0 });
   }
   return false;
 }

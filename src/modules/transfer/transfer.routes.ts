@@ -1,11 +1,12 @@
 // Export and import of a session (docs/design.md §4.9), as JSON or YAML.
 import { Readable } from 'node:stream';
-import { AppError } from '../../errors.js';
+import { AppError, invalidParameter } from '../../errors.js';
 import { MAX_BODY_NESTING } from '../../http/body-nesting.js';
 import { unsupportedCharset } from '../../http/request-text.js';
 import { SessionPath, SpacePath, errorResponses } from '../../http/schemas.js';
 import type { AppDeps, ZodApp } from '../../http/zod-app.js';
 import { CONTENT_TYPES, YAML_MEDIA_TYPES, chooseExportFormat, exportText, parseYamlDocument } from './transfer.format.js';
+import { YamlValueError } from './yaml-json.js';
 import { ExportDocument, type ExportDocumentValue, ExportQuery, IMPORT_BODY_BYTES, ImportResponse, MAX_TRANSFER_EVENTS, importSchemas } from './transfer.schemas.js';
 import { maySeeSessionContents, writtenSessionAnswer } from '../sessions/index.js';
 import { importSession, openExport } from './transfer.service.js';
@@ -66,6 +67,7 @@ export async function transferRoutes(app: ZodApp, { db, limits, expensiveSlots }
       try {
         done(null, parseYamlDocument(body as string, MAX_BODY_NESTING));
       } catch (error) {
+        if (error instanceof YamlValueError) return done(invalidParameter(error.field, error.rule), undefined);
         const reason = error instanceof Error ? error.message.split('\n')[0] : 'unreadable';
         done(new AppError('InvalidParameter', `The body is not a valid YAML document: ${reason}`, { details: { issues: [{ field: 'body', message: 'must be one valid YAML document' }] } }), undefined);
       }
