@@ -12,6 +12,8 @@
 // run: requests/s, the server's and PostgreSQL's CPU per request; then per kind the medians and the
 // median of compare ÷ this, and whether every acknowledged event is in the database. Without
 // BENCH_COMPARE_ROOT it measures this checkout alone. Both checkouts must have the same migrations.
+// BENCH_COMPARE_NODE_ARGS (space-separated Node flags, e.g. `--max-semi-space-size=32`) starts the
+// compare server with them: BENCH_COMPARE_ROOT may then be this checkout, to measure a flag alone.
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import autocannon from 'autocannon';
@@ -58,9 +60,10 @@ async function main(): Promise<void> {
     const spaceId = account.defaultSpaceId;
     const roots = [{ label: 'this checkout', root: HERE }];
     if (process.env.BENCH_COMPARE_ROOT) roots.push({ label: 'compare', root: process.env.BENCH_COMPARE_ROOT });
+    const compareNodeArgs = (process.env.BENCH_COMPARE_NODE_ARGS ?? '').split(' ').filter(Boolean);
     for (const { label, root } of roots) {
       const port = await freePort();
-      const child = startServer(url, port, { root });
+      const child = startServer(url, port, { root, nodeArgs: label === 'compare' ? compareNodeArgs : [] });
       const base = `http://127.0.0.1:${port}`;
       await waitReady(base, child);
       const empty = () => ({ perSecond: [], server: [], postgres: [] });
@@ -76,7 +79,7 @@ async function main(): Promise<void> {
       );
     }
     console.log(`${contestants.map((c) => c.label).join(' and ')}: ${ROUNDS} rounds, ${DURATION_S} s runs after ${WARMUP_S} s, ${CONNECTIONS} connections, ${SESSIONS} sessions, database ${name}`);
-    if (process.env.BENCH_COMPARE_ROOT) console.log(`compare = ${process.env.BENCH_COMPARE_ROOT}`);
+    if (process.env.BENCH_COMPARE_ROOT) console.log(`compare = ${process.env.BENCH_COMPARE_ROOT}${compareNodeArgs.length > 0 ? ` with node ${compareNodeArgs.join(" ")}` : ""}`);
 
     const acknowledged: string[] = [];
     let counter = 0;

@@ -65,4 +65,4 @@ console.log(`busy: ${amount(busy).trim()} ${unit}${requests ? ` (${requests} req
 console.log(`by package (${unit}, share of busy):`);
 top(byPackage, 20);
 console.log(`top functions by self time (${unit}, share of busy):`);
-top(byFunction, 30);
+top(byFunction, Number(process.env.PROFILE_TOP ?? 30));
