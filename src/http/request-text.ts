@@ -5,9 +5,11 @@
 // - U+0000 (NUL) cannot be stored in a PostgreSQL text or jsonb value;
 // - an unpaired UTF-16 surrogate (`"\ud800"` in JSON) is not a character: jsonb refuses the
 //   escape, and a text column would silently get U+FFFD.
-// - an integer written with more digits than a double carries exactly (beyond ±(2^53−1)):
-//   JSON.parse turns 12345678901234567890123 into 1.2345678901234568e+22, and jsonb would store
-//   that without a word. Only the raw text still has the digits, so the check reads it.
+// - an integer written with more digits than a double holds (lib/inexact-integer.ts,
+//   inexactIntegerRule): JSON.parse turns 12345678901234567890123 into 1.2345678901234568e+22,
+//   and jsonb would store that without a word. Only the raw text still has the digits, so the check
+//   reads it. An integer beyond ±(2^53−1) that a double spells out in full (1e20 as
+//   100000000000000000000, which PostgreSQL writes back) is stored as written, and is taken.
 //   A number written with a fraction or an exponent (`1e21`, `0.1`) is a floating-point value by
 //   its own spelling and is taken as the nearest double.
 // - NaN and ±Infinity: a JSON number literal beyond a double's range (`1e400`, `-2E+308`, 310
@@ -17,8 +19,9 @@
 //   refuses them, on every body.
 import { type FastifyInstance, type FastifyRequest, errorCodes } from 'fastify';
 import { AppError, invalidParameter } from '../errors.js';
-import { INEXACT_INTEGER_RULE, holdsNonFiniteNumber } from '../lib/json-measure.js';
-import { closingQuote, hasPrototypeKey, mayHaveBeenReadWrong, readJson, writesKeyWithBackslash } from '../lib/parse-json.js';
+import { findInexactIntegerLiteral, jsonPathName } from '../lib/inexact-integer.js';
+import { holdsNonFiniteNumber } from '../lib/json-measure.js';
+import { hasPrototypeKey, mayHaveBeenReadWrong, readJson, writesKeyWithBackslash } from '../lib/parse-json.js';
 
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
@@ -99,58 +102,15 @@ export function unsupportedCharset(contentType: string | undefined): AppError | 
   });
 }
 
-const NUMBER_LITERAL = /-?\d+(\.\d+)?([eE][+-]?\d+)?/y;
-
 /**
- * The first integer literal of a valid JSON text outside ±(2^53−1), as a 400 naming its field
- * (`events[1].actions.stateDelta.big`). A text without a run of 16 digits has none (2^53−1 has 16)
- * and is not walked at all.
+ * The first integer literal of a valid JSON text that a double does not hold as written
+ * (lib/inexact-integer.ts), as a 400 naming its field (`events[1].actions.stateDelta.big`).
  */
 export function findInexactInteger(text: string, root = 'body'): AppError | undefined {
-  if (!/\d{16}/.test(text)) return undefined;
-  // The path to the current value: an object's current key, an array's current index.
-  const path: (string | number)[] = [];
-  const inObject: boolean[] = [];
-  let at = 0;
-  while (at < text.length) {
-    const char = text[at]!;
-    if (char === '"') {
-      const at0 = at;
-      const end = closingQuote(text, at + 1);
-      at = end + 1;
-      while (at < text.length && ' \t\n\r'.includes(text[at]!)) at++;
-      // A string followed by `:` is an object's key: the path moves to it.
-      if (inObject.at(-1) && text[at] === ':') path[path.length - 1] = JSON.parse(text.slice(at0, end + 1)) as string;
-    } else if (char === '{' || char === '[') {
-      inObject.push(char === '{');
-      path.push(char === '{' ? '' : 0);
-      at++;
-    } else if (char === '}' || char === ']') {
-      inObject.pop();
-      path.pop();
-      at++;
-    } else if (char === ',') {
-      if (inObject.at(-1) === false) path[path.length - 1] = (path.at(-1) as number) + 1;
-      at++;
-    } else if (char === '-' || (char >= '0' && char <= '9')) {
-      NUMBER_LITERAL.lastIndex = at;
-      const match = NUMBER_LITERAL.exec(text)!;
-      if (match[1] === undefined && match[2] === undefined && !Number.isSafeInteger(Number(match[0]))) {
-        return invalidParameter(fieldName(path, root), INEXACT_INTEGER_RULE);
-      }
-      at += match[0].length;
-    } else {
-      at++; // whitespace, ':', and the letters of true, false and null
-    }
-  }
-  return undefined;
+  const found = findInexactIntegerLiteral(text);
+  return found && invalidParameter(jsonPathName(found.path) || root, found.rule);
 }
 
-function fieldName(path: (string | number)[], root: string): string {
-  let name = '';
-  for (const key of path) name += typeof key === 'number' ? `[${key}]` : name ? `.${key}` : key;
-  return name || root;
-}
 
 /**
  * Parsed bodies whose JSON text has no `\u` escape, so no string or key in them can hold what

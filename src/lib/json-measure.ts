@@ -19,10 +19,6 @@ export function jsonDepth(value: unknown): number {
   return deepest;
 }
 
-/** How a 400 names the rule an integer beyond a double's exact range breaks (JSON and YAML bodies alike). */
-export const INEXACT_INTEGER_RULE =
-  'must be between -9007199254740991 and 9007199254740991 (±(2^53−1)): a larger integer cannot be carried exactly in JSON; send it as a string';
-
 /**
  * Whether `value` holds NaN or ±Infinity at any depth: numbers JSON cannot write, which a JSON
  * number literal beyond a double's range (`1e400`) becomes in JSON.parse, and YAML's `.nan` and

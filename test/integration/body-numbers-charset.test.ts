@@ -31,21 +31,21 @@ async function storedState(sessionId: string): Promise<string> {
   return rows[0]!.state;
 }
 
-const RANGE_RULE = 'must be between -9007199254740991 and 9007199254740991 (±(2^53−1)): a larger integer cannot be carried exactly in JSON; send it as a string';
+const storedAs = (value: string) => `must be an integer that a JSON number (a double) holds as written: it would be stored as ${value}; send it as a string`;
 
 describe('numbers JSON cannot carry exactly', () => {
   it.each([
-    ['22 digits', '12345678901234567890123'],
-    ['2^53', '9007199254740992'],
-    ['2^53 + 1, which parses to 2^53', '9007199254740993'],
-    ['-(2^53)', '-9007199254740992'],
-  ])('refuses %s in a stateDelta with 400 InvalidParameter naming the field, writing nothing', async (_what, literal) => {
+    ['22 digits', '12345678901234567890123', '1.2345678901234568e+22'],
+    ['2^53 + 1, which parses to 2^53', '9007199254740993', '9007199254740992'],
+    ['-(2^53 + 1)', '-9007199254740993', '-9007199254740992'],
+    ['2^60 in all its digits, which a double writes 1152921504606847000', '1152921504606846976', '1152921504606847000'],
+  ])('refuses %s in a stateDelta with 400 InvalidParameter naming the field, writing nothing', async (_what, literal, stored) => {
     const sessionId = await newSession();
     const before = await tableFingerprints(t.db);
     const res = await postRaw(`${sessionUrl(sessionId)}/events`, `{"author":"agent","actions":{"stateDelta":{"nested":{"big":${literal}}}}}`);
     expect(res.statusCode).toBe(400);
     expect(res.json().error.code).toBe('InvalidParameter');
-    expect(res.json().error.details).toEqual({ issues: [{ field: 'actions.stateDelta.nested.big', message: RANGE_RULE }] });
+    expect(res.json().error.details).toEqual({ issues: [{ field: 'actions.stateDelta.nested.big', message: storedAs(stored) }] });
     expect(changedTables(before, await tableFingerprints(t.db))).toEqual([]);
   });
 
@@ -61,7 +61,7 @@ describe('numbers JSON cannot carry exactly', () => {
     const before = await tableFingerprints(t.db);
     const res = await postRaw(sessionsUrl(), '{"state":{"big":12345678901234567890123}}');
     expect(res.statusCode).toBe(400);
-    expect(res.json().error.details).toEqual({ issues: [{ field: 'state.big', message: RANGE_RULE }] });
+    expect(res.json().error.details).toEqual({ issues: [{ field: 'state.big', message: storedAs('1.2345678901234568e+22') }] });
     expect(changedTables(before, await tableFingerprints(t.db))).toEqual([]);
   });
 
@@ -90,6 +90,23 @@ describe('numbers JSON cannot carry exactly', () => {
     expect(created.json().error.details.issues[0].field).toBe('state.x');
     for (const res of [batch, metadata, created]) expect(res.statusCode).toBe(400);
     expect(changedTables(before, await tableFingerprints(t.db))).toEqual([]);
+  });
+
+  it('takes back what it answered: integers beyond ±(2^53−1) as a double writes them in full (2^53, 1e20, 2^60 as JSON.stringify writes it, 1e300 and 1.2345678901234567e22 as PostgreSQL writes them)', async () => {
+    const sessionId = await newSession();
+    const created = await postRaw(`${sessionUrl(sessionId)}/events`, `{"author":"agent","actions":{"stateDelta":{"a":9007199254740992,"b":-9007199254740992,"f":1e20,"p":${JSON.stringify(2 ** 60)},"h":1e300,"e":1.2345678901234567e22}}}`);
+    expect(created.statusCode, created.body).toBe(201);
+    const stored = await storedState(sessionId);
+    expect(stored).toContain('"f": 100000000000000000000');
+    expect(stored).toContain(`"h": 1${'0'.repeat(300)}`);
+    // The state as the describe answer writes it, digits and all, sent again as a delta: taken, and nothing changes.
+    const described = await t.request({ method: 'GET', url: sessionUrl(sessionId) });
+    const stateText = /"state"\s*:\s*(\{[^{}]*\})/.exec(described.body)![1]!;
+    expect(stateText).toContain('12345678901234568000000');
+    const sentAgain = await postRaw(`${sessionUrl(sessionId)}/events`, `{"author":"agent","actions":{"stateDelta":${stateText}}}`);
+    expect(sentAgain.statusCode, sentAgain.body).toBe(201);
+    expect(await storedState(sessionId)).toBe(stored);
+    expect(JSON.parse(stored)).toEqual({ a: 2 ** 53, b: -(2 ** 53), f: 1e20, p: 2 ** 60, h: 1e300, e: Number('1.2345678901234567e22') });
   });
 
   it('stores the extremes ±(2^53−1) exactly, and numbers with a fraction or exponent as doubles', async () => {

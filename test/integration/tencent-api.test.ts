@@ -308,6 +308,23 @@ describe('the same rules as the REST API', () => {
     expect((await call('DescribeEvents', key)).TotalCount).toBe(0);
   });
 
+  it('refuses a JSON string holding an integer a double changes (12345678901234567890123), naming where, and takes one a double writes in full (1e20)', async () => {
+    const SpaceId = await newSpace();
+    const key = { SpaceId, UserId: 'u', SessionId: 's' };
+    await call('CreateSession', key);
+    const rule = 'must be an integer that a JSON number (a double) holds as written: it would be stored as 1.2345678901234568e+22; send it as a string';
+    await expectRefused(
+      () => call('AppendEvent', { ...key, Event: { Author: 'user', Actions: { StateDelta: '{"x":{"big":[1,12345678901234567890123]}}' } } }),
+      'InvalidParameterValue',
+      new RegExp(`^Event\\.Actions\\.StateDelta: at x\\.big\\[1\\]: ${rule.replace(/[()+.^]/g, '\\$&')}`),
+    );
+    await expectRefused(() => call('CreateSession', { SpaceId, UserId: 'u', SessionId: 's2', State: { CustomState: '{"n":9007199254740993}' } }), 'InvalidParameterValue', /^State\.CustomState: at n: must be an integer .* stored as 9007199254740992/);
+    expect((await call('DescribeEvents', key)).TotalCount).toBe(0);
+    await call('AppendEvent', { ...key, Event: { Author: 'user', Actions: { StateDelta: '{"f":100000000000000000000}' } } });
+    const session = (await call('DescribeSession', key)).Session as { State: { CustomState: string } };
+    expect(JSON.parse(session.State.CustomState)).toEqual({ f: 1e20 });
+  });
+
   it('answers an event id reused with another payload with InvalidParameter.EventIdDuplicate, a retry with the stored event', async () => {
     const SpaceId = await newSpace();
     const key = { SpaceId, UserId: 'u', SessionId: 's' };

@@ -6,37 +6,59 @@ const fieldOf = (text: string) => findInexactInteger(text)?.details;
 
 describe('findInexactInteger', () => {
   it.each([
-    ['{"a":{"b":[1,2,{"c":12345678901234567890123}]}}', 'a.b[2].c'],
-    ['[0, 9007199254740992]', '[1]'],
-    ['-9007199254740992', 'body'],
-    ['{ "k" \n :\t 99999999999999999999 }', 'k'],
-    ['{"x":"\\\\","y":[{},[],"\\"",12345678901234567890]}', 'y[3]'],
-    ['{"":{"a":1,"z":-12345678901234567890}}', 'z'], // an empty key is named as the request-text rules name it
-  ])('names the field of %s', (text, field) => {
-    expect(fieldOf(text)).toEqual({ issues: [{ field, message: expect.stringContaining('±(2^53−1)') }] });
+    ['{"a":{"b":[1,2,{"c":12345678901234567890123}]}}', 'a.b[2].c', '1.2345678901234568e+22'],
+    ['[0, 9007199254740993]', '[1]', '9007199254740992'],
+    ['-9007199254740993', 'body', '-9007199254740992'],
+    ['{ "k" \n :\t 99999999999999999999 }', 'k', '100000000000000000000'],
+    ['{"x":"\\\\","y":[{},[],"\\"",12345678901234567890]}', 'y[3]', '12345678901234567000'],
+    ['{"":{"a":1,"z":-12345678901234567890}}', 'z', '-12345678901234567000'], // an empty key is named as the request-text rules name it
+    // 2^60's exact digits: the double holds the value, but it is written (and stored) as 1152921504606847000.
+    ['{"p":1152921504606846976}', 'p', '1152921504606847000'],
+  ])('names the field of %s, and what it would be stored as', (text, field, stored) => {
+    expect(fieldOf(text)).toEqual({ issues: [{ field, message: `must be an integer that a JSON number (a double) holds as written: it would be stored as ${stored}; send it as a string` }] });
   });
 
-  it.each(['9007199254740991', '-9007199254740991', '1e22', '12345678901234567890.5', '"12345678901234567890"', '{"12345678901234567890":1}', '0.000000000000000001'])(
-    'takes %s',
-    (text) => {
-      expect(findInexactInteger(text)).toBeUndefined();
-    },
-  );
+  it.each([
+    '9007199254740991',
+    '-9007199254740991',
+    '9007199254740992', // 2^53: a double holds it as written
+    '1152921504606847000', // JSON.stringify(2 ** 60)
+    '100000000000000000000', // 1e20, as PostgreSQL writes it back
+    '-12345678901234568000000', // -1.2345678901234568e+22 written in full
+    '1'.padEnd(301, '0'), // 1e300 in full
+    '9'.repeat(310), // beyond a double: Infinity, which the finite-number check refuses
+    '1e22',
+    '12345678901234567890.5',
+    '"12345678901234567890"',
+    '{"12345678901234567890":1}',
+    '0.000000000000000001',
+  ])('takes %s', (text) => {
+    expect(findInexactInteger(text)).toBeUndefined();
+  });
 
-  it('refuses a JSON text exactly when it holds an integer literal beyond ±(2^53−1)', () => {
+  it('takes every integer JSON.stringify writes, however large', () => {
     fc.assert(
-      // Integers around 2^53 mixed into any JSON, so both answers come up often.
-      fc.property(fc.array(fc.oneof(fc.jsonValue(), fc.bigInt({ min: -(2n ** 60n), max: 2n ** 60n }).map(Number))), (value) => {
-        const text = JSON.stringify(value);
-        // JSON.stringify writes integral doubles below 1e21 as integer literals, larger ones with an exponent.
-        let expected = false;
-        JSON.parse(text, (_key, item: unknown) => {
-          if (typeof item === 'number' && Number.isInteger(item) && Math.abs(item) < 1e21 && !Number.isSafeInteger(item)) expected = true;
-          return item;
-        });
-        expect(findInexactInteger(text) !== undefined).toBe(expected);
+      fc.property(fc.array(fc.oneof(fc.jsonValue(), fc.bigInt({ min: -(2n ** 80n), max: 2n ** 80n }).map(Number), fc.double({ noNaN: true, noDefaultInfinity: true }).map(Math.round))), (value) => {
+        expect(findInexactInteger(JSON.stringify(value))).toBeUndefined();
       }),
       { numRuns: 500 },
+    );
+  });
+
+  it('refuses an integer literal exactly when the double it reads as is written with other digits', () => {
+    // The oracle: the decimal value of JSON.stringify's text for the double, compared as a BigInt.
+    const decimalOf = (text: string): bigint => {
+      const [mantissa = '', exponent = '0'] = text.split('e');
+      const [whole = '', fraction = ''] = mantissa.split('.');
+      return BigInt(whole + fraction) * 10n ** BigInt(Number(exponent) - fraction.length);
+    };
+    fc.assert(
+      fc.property(fc.bigInt({ min: -(2n ** 90n), max: 2n ** 90n }), (integer) => {
+        const literal = String(integer);
+        const expected = decimalOf(JSON.stringify(Number(literal))) !== integer;
+        expect(findInexactInteger(`{"n":${literal}}`) !== undefined).toBe(expected);
+      }),
+      { numRuns: 2000 },
     );
   });
 });

@@ -4,6 +4,7 @@
 // rules apply underneath (tc3-validation.ts, stage 2).
 import { z } from 'zod';
 import type { JsonObject as JsonObjectValue } from '../../db/schema.js';
+import { findInexactIntegerLiteral, jsonPathName } from '../../lib/inexact-integer.js';
 import { holdsNonFiniteNumber } from '../../lib/json-measure.js';
 import { parseJson } from '../../lib/parse-json.js';
 import { TimestampInput } from '../../http/schemas.js';
@@ -29,6 +30,12 @@ export const jsonObjectString = (max?: number) => {
     // A number literal beyond a double's range (`1e400`) is Infinity here, which jsonb cannot store.
     if (holdsNonFiniteNumber(parsed)) {
       ctx.addIssue({ code: 'custom', message: 'must not hold a number beyond a double\'s range (e.g. 1e400): JSON has no Infinity' });
+      return z.NEVER;
+    }
+    // An integer with more digits than a double holds was rounded by the parse (as in a JSON body).
+    const inexact = findInexactIntegerLiteral(value);
+    if (inexact) {
+      ctx.addIssue({ code: 'custom', message: `at ${jsonPathName(inexact.path) || 'its top'}: ${inexact.rule}` });
       return z.NEVER;
     }
     return parsed as JsonObjectValue;

@@ -3,8 +3,8 @@
 // The yaml package answers more than JSON's types, even with the core schema: explicit tags still
 // give binary data (`!!binary` → Uint8Array), sets (`!!set`) and timestamps (`!!timestamp` → Date);
 // a key may be a collection (`? [1, 2]`, which it would turn into the text "[ 1, 2 ]" with a process
-// warning); `1` and `"1"` are two keys to YAML and one to JSON; and an integer past a double's exact
-// range would be rounded, which a JSON body refuses (http/request-text.ts). Request schemas check
+// warning); `1` and `"1"` are two keys to YAML and one to JSON; and an integer a double does not
+// hold as written would be rounded, which a JSON body refuses (lib/inexact-integer.ts). Request schemas check
 // JSON values as any value (http/schemas.ts, JsonValue), so an import that held such a value stored
 // something else (a Uint8Array as {"type":"Buffer","data":[…]}, a Set as {}) without a word.
 // The document is therefore parsed with maps as Map and integers as BigInt, and this walk builds
@@ -12,7 +12,7 @@
 //
 // It also refuses a document that contains itself (an alias inside its own anchor): every later walk
 // would go round it for ever. Iterative, so a deep document cannot overflow the stack.
-import { INEXACT_INTEGER_RULE } from '../../lib/json-measure.js';
+import { inexactIntegerRule } from '../../lib/inexact-integer.js';
 
 /** Why a YAML document is not a JSON value, with the field (`session.state.x`, `body` for the root). */
 export class YamlValueError extends Error {
@@ -82,7 +82,8 @@ export function jsonValueOfYaml(value: unknown): unknown {
 /** `value` (at `key` of the collection on top of the stack) as a JSON scalar, or a frame to convert its entries. */
 function convert(value: unknown, key: Key | undefined, fieldOf: (key?: Key) => string): { scalar: unknown } | { frame: Frame } {
   if (typeof value === 'bigint') {
-    if (value > MAX_SAFE || value < MIN_SAFE) throw new YamlValueError(fieldOf(key), INEXACT_INTEGER_RULE);
+    const rule = inexactIntegerRule(String(value));
+    if (rule) throw new YamlValueError(fieldOf(key), rule);
     return { scalar: Number(value) };
   }
   if (value === null || typeof value !== 'object') return { scalar: value };
@@ -91,9 +92,6 @@ function convert(value: unknown, key: Key | undefined, fieldOf: (key?: Key) => s
   // A Set, a Uint8Array, a Date: what the package's extra tags give.
   throw new YamlValueError(fieldOf(key), NOT_A_JSON_VALUE);
 }
-
-const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
-const MIN_SAFE = BigInt(Number.MIN_SAFE_INTEGER);
 
 function mapEntries(map: Map<unknown, unknown>, field: () => string): [Key, unknown][] {
   const entries: [Key, unknown][] = [];
