@@ -5,6 +5,7 @@
 // and per request if a count is given.
 //
 //   npm run -s bench:profile -- <file.cpuprofile> [<window start µs> <window end µs> [<requests>]]
+// PROFILE_TOP: how many functions to list (default 30).
 import { readFileSync } from 'node:fs';
 
 interface ProfileNode {
