@@ -2,15 +2,23 @@
 // few thousand levels would overflow the stack, turning hostile input into a 500.
 import type { FastifyInstance } from 'fastify';
 import { invalidParameter } from '../errors.js';
-import { jsonDepth } from '../lib/json-measure.js';
+import { MAX_BODY_NESTING, jsonDepth } from '../lib/json-measure.js';
 
-export const MAX_BODY_NESTING = 256;
+export { MAX_BODY_NESTING } from '../lib/json-measure.js';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** A route's own nesting limit, where its body wraps values other requests nest up to MAX_BODY_NESTING (the import). */
+    bodyNesting?: number;
+  }
+}
 
 export function registerBodyNestingLimit(app: FastifyInstance): void {
   // A callback hook, not an async one: no promise per request (request-logging.ts).
   app.addHook('preValidation', (request, _reply, done) => {
-    if (request.body !== undefined && jsonDepth(request.body) > MAX_BODY_NESTING) {
-      return done(invalidParameter('body', `is nested deeper than ${MAX_BODY_NESTING} levels`));
+    const limit = request.routeOptions.config.bodyNesting ?? MAX_BODY_NESTING;
+    if (request.body !== undefined && jsonDepth(request.body) > limit) {
+      return done(invalidParameter('body', `is nested deeper than ${limit} levels`));
     }
     done();
   });

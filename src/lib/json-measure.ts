@@ -1,5 +1,8 @@
 // Measuring JSON values for the limits of docs/design.md §5.
 
+/** How deep a request body may nest (http/body-nesting.ts); the values in it, one level less. */
+export const MAX_BODY_NESTING = 256;
+
 /**
  * Nesting depth of a JSON value: a scalar is 0, `{}` and `[]` are 1, `{"a":{"b":1}}` is 2.
  * Iterative, so that a hostile, deeply nested value cannot overflow the call stack.

@@ -228,6 +228,29 @@ describe('export → import → export', () => {
     }
   });
 
+  it('round-trips a session whose state, memo and event content are nested as deep as their own requests allow', async () => {
+    const spaceId = await insertSpace(t.db, t.account.accountId);
+    const sessionId = `deep-${++counter}`;
+    // A body may nest 256 levels: the object holding state, memo or content is one of them.
+    const nested = (levels: number): unknown => (levels === 1 ? { leaf: true } : { d: nested(levels - 1) });
+    const created = await t.request({ method: 'POST', url: `/v1/spaces/${spaceId}/users/${USER}/sessions`, payload: { sessionId, state: nested(255) } });
+    expect(created.statusCode, created.body).toBe(201);
+    const appended = await t.request({ method: 'POST', url: `${sessionUrl(spaceId, sessionId)}/events`, payload: { author: 'agent', metadata: nested(255), content: { parts: [{ functionCall: { name: 'f', args: nested(251) } }] } } });
+    expect(appended.statusCode, appended.body).toBe(201);
+    const patched = await t.request({ method: 'PATCH', url: sessionUrl(spaceId, sessionId), payload: { memo: nested(255) } });
+    expect(patched.statusCode, patched.body).toBe(200);
+    const { text, doc } = await exportJson(spaceId, sessionId);
+    for (const [body, contentType] of [
+      [text, 'application/json'],
+      [(await t.request({ method: 'GET', url: exportUrl(spaceId, sessionId), headers: { accept: 'application/yaml' } })).body, 'application/yaml'],
+    ] as const) {
+      const target = await insertSpace(t.db, t.account.accountId);
+      const imported = await t.request({ method: 'POST', url: importUrl(target), payload: body, headers: { 'content-type': contentType } });
+      expect(imported.statusCode, `${contentType}: ${imported.body.slice(0, 300)}`).toBe(201);
+      expect(withoutSpaceId((await exportJson(target, sessionId)).doc)).toEqual(withoutSpaceId(doc));
+    }
+  });
+
   it('streams a long history in chunks and round-trips it', async () => {
     const spaceId = await insertSpace(t.db, t.account.accountId);
     const sessionId = `long-${++counter}`;
@@ -343,19 +366,30 @@ describe('POST …/sessions/import: refusals write nothing', () => {
     expect(await spaceContents(target)).toEqual(before);
   });
 
-  it('answers 400 for a YAML document nested deeper than a JSON body may be, 20,000 levels included, before the parser recurses, and goes on answering', async () => {
+  it('answers 400 for a YAML document nested deeper than an export can be (258 levels), 20,000 levels included, before the parser recurses, and goes on answering', async () => {
     const target = await insertSpace(t.db, t.account.accountId);
     const before = await spaceContents(target);
-    const cases = [`format: x\nsession: ${'['.repeat(257)}${']'.repeat(257)}\n`, `format: x\nsession: ${'{a: '.repeat(20_000)}1${'}'.repeat(20_000)}\n`, `format: x\nevents:\n${'- '.repeat(20_000)}x\n`];
+    const cases = [
+      `format: x\nsession: ${'['.repeat(258)}${']'.repeat(258)}\n`,
+      `format: x\nsession: ${'{a: '.repeat(20_000)}1${'}'.repeat(20_000)}\n`,
+      `format: x\nevents:\n${'- '.repeat(20_000)}x\n`,
+      // Block style, 259 levels of maps with a scalar at the bottom.
+      stringify({ format: 'x', session: Array.from({ length: 258 }).reduce<unknown>((inner) => ({ d: inner }), 1) }),
+    ];
     for (const payload of cases) {
       const res = await t.request({ method: 'POST', url: importUrl(target), payload, headers: { 'content-type': 'application/yaml' } });
       await expectError(res, 400, 'InvalidParameter', 'body');
-      expect(JSON.parse(res.body).error.message).toContain('nested deeper than 256 levels');
+      expect(JSON.parse(res.body).error.message).toContain('nested deeper than 258 levels');
     }
-    // 256 levels are read (and then judged by the document's rules: here, not an export document).
-    const deepest = await t.request({ method: 'POST', url: importUrl(target), payload: `format: x\nsession: ${'['.repeat(255)}${']'.repeat(255)}\n`, headers: { 'content-type': 'application/yaml' } });
-    expect(deepest.statusCode).toBe(400);
-    expect(JSON.parse(deepest.body).error.message).not.toContain('nested deeper');
+    // 258 levels are read, in flow and in block style (and then judged by the document's rules: here, not an export document).
+    for (const payload of [
+      `format: x\nsession: ${'['.repeat(257)}${']'.repeat(257)}\n`,
+      stringify({ format: 'x', session: Array.from({ length: 257 }).reduce<unknown>((inner) => ({ d: inner }), 1) }),
+    ]) {
+      const deepest = await t.request({ method: 'POST', url: importUrl(target), payload, headers: { 'content-type': 'application/yaml' } });
+      expect(deepest.statusCode).toBe(400);
+      expect(JSON.parse(deepest.body).error.message).not.toContain('nested deeper');
+    }
     expect((await t.request({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
     expect(await spaceContents(target)).toEqual(before);
   });

@@ -325,6 +325,26 @@ describe('the same rules as the REST API', () => {
     expect(JSON.parse(session.State.CustomState)).toEqual({ f: 1e20 });
   });
 
+  it('refuses a JSON string nested deeper than the same value may be in a REST body, so that every session exports and imports again', async () => {
+    const SpaceId = await newSpace();
+    const key = { SpaceId, UserId: 'u', SessionId: 's' };
+    await call('CreateSession', key);
+    const nested = (levels: number): string => `${'{"d":'.repeat(levels - 1)}{"leaf":1}${'}'.repeat(levels - 1)}`;
+    await expectRefused(() => call('AppendEvent', { ...key, Event: { Author: 'user', Metadata: nested(256) } }), 'InvalidParameterValue', /^Event\.Metadata: is nested deeper than 255 levels/);
+    // A function call nested `levels` deep: its args one level less.
+    const part = (levels: number) => ({ ...key, Event: { Author: 'model', Content: { Role: 'model', Parts: [{ FunctionCall: `{"name":"f","args":${nested(levels - 1)}}` }] } } });
+    await expectRefused(() => call('AppendEvent', part(253)), 'InvalidParameterValue', /FunctionCall: is nested deeper than 252 levels/);
+    expect((await call('DescribeEvents', key)).TotalCount).toBe(0);
+    await call('AppendEvent', { ...key, Event: { Author: 'user', Metadata: nested(255) } });
+    await call('AppendEvent', part(252));
+    // Both as deep as allowed: the session exports and imports again (REST).
+    const exported = await t.request({ method: 'GET', url: `/v1/spaces/${SpaceId}/users/u/sessions/s/export` });
+    expect(exported.statusCode).toBe(200);
+    const target = (await t.request({ method: 'POST', url: '/v1/spaces', payload: { name: 'import target' } })).json().spaceId as string;
+    const imported = await t.request({ method: 'POST', url: `/v1/spaces/${target}/sessions/import`, payload: exported.body, headers: { 'content-type': 'application/json' } });
+    expect(imported.statusCode, imported.body.slice(0, 300)).toBe(201);
+  });
+
   it('answers an event id reused with another payload with InvalidParameter.EventIdDuplicate, a retry with the stored event', async () => {
     const SpaceId = await newSpace();
     const key = { SpaceId, UserId: 'u', SessionId: 's' };

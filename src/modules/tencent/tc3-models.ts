@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import type { JsonObject as JsonObjectValue } from '../../db/schema.js';
 import { findInexactIntegerLiteral, jsonPathName } from '../../lib/inexact-integer.js';
-import { holdsNonFiniteNumber } from '../../lib/json-measure.js';
+import { MAX_BODY_NESTING, holdsNonFiniteNumber, jsonDepth } from '../../lib/json-measure.js';
 import { parseJson } from '../../lib/parse-json.js';
 import { TimestampInput } from '../../http/schemas.js';
 import type { EventInputValue, EventView } from '../events/index.js';
@@ -13,7 +13,7 @@ import type { SessionView, WrittenSessionView } from '../sessions/index.js';
 import type { SpaceView } from '../spaces/index.js';
 
 /** A String field holding a JSON object (`CustomState`, `StateDelta`, `Extensions`, …), parsed. */
-export const jsonObjectString = (max?: number) => {
+export const jsonObjectString = (max?: number, maxDepth = MAX_BODY_NESTING - 1) => {
   const text = max === undefined ? z.string() : z.string().max(max, `must be at most ${max} characters`);
   return text.transform((value, ctx): JsonObjectValue => {
     let parsed: unknown;
@@ -25,6 +25,11 @@ export const jsonObjectString = (max?: number) => {
     }
     if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
       ctx.addIssue({ code: 'custom', message: 'must be a JSON string holding a JSON object, not another JSON value' });
+      return z.NEVER;
+    }
+    // As deep as the same value in a REST body may be: an export holding it must import again.
+    if (jsonDepth(parsed) > maxDepth) {
+      ctx.addIssue({ code: 'custom', message: `is nested deeper than ${maxDepth} levels` });
       return z.NEVER;
     }
     // A number literal beyond a double's range (`1e400`) is Infinity here, which jsonb cannot store.
@@ -71,6 +76,9 @@ export const Filter = z.strictObject({
 });
 export type FilterValue = z.infer<typeof Filter>;
 
+/** A part's functionCall sits three levels into an event's content (content.parts[i].functionCall), whose values may nest 255. */
+const PART_VALUE_DEPTH = MAX_BODY_NESTING - 1 - 3;
+
 export const MetadataVar = z.strictObject({ Name: z.string(), Value: z.string().default('') });
 
 /** MetadataVar[] → the service's metadata object; a repeated Name is refused (the models: unique). */
@@ -88,8 +96,8 @@ const metadataVars = (metadata: Record<string, string>) => Object.entries(metada
 const PartInfo = z.strictObject({
   Text: z.string().max(8192, 'must be at most 8192 characters').optional(),
   Thought: z.boolean().optional(),
-  FunctionCall: jsonObjectString(8192).optional(),
-  FunctionResponse: jsonObjectString(8192).optional(),
+  FunctionCall: jsonObjectString(8192, PART_VALUE_DEPTH).optional(),
+  FunctionResponse: jsonObjectString(8192, PART_VALUE_DEPTH).optional(),
   InlineData: z
     .strictObject({
       MimeType: z.string().max(128, 'must be at most 128 characters'),

@@ -100,10 +100,15 @@ function nestedDeeperThan(text: string, limit: number): boolean {
     for (const _document of parser.next(token)) {
       // The concrete syntax tree is not kept: parse() below reads the text again.
     }
-    if (parser.stack.length > limit + 1) return true;
+    // The stack holds the document, the collections and, in block style, the scalar being read:
+    // only a stack that deep is looked into, so a shallow document pays for its length alone.
+    if (parser.stack.length > limit + 1 && collectionsOn(parser.stack) > limit) return true;
   }
   return false;
 }
+
+const collectionsOn = (stack: readonly { type: string }[]): number => stack.filter((item) => COLLECTION_TOKENS.has(item.type)).length;
+const COLLECTION_TOKENS = new Set(['block-map', 'block-seq', 'flow-collection']);
 
 /** The JSON body parser refuses `__proto__` and `constructor.prototype`; YAML bodies get the same rule. */
 function assertNoPrototypeKeys(value: unknown): void {

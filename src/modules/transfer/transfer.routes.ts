@@ -11,6 +11,14 @@ import { ExportDocument, type ExportDocumentValue, ExportQuery, IMPORT_BODY_BYTE
 import { maySeeSessionContents, writtenSessionAnswer } from '../sessions/index.js';
 import { importSession, openExport } from './transfer.service.js';
 
+/**
+ * An export document holds values two levels deeper than the requests that wrote them: an event's
+ * metadata sits at level 1 of an append's body and at level 3 of the document (`events[i].metadata`),
+ * a session's state at level 1 of its creation and at 2 (`session.state`). A session written with
+ * values as deep as their requests allow must import again (SPEC: an export re-creates the session).
+ */
+const IMPORT_BODY_NESTING = MAX_BODY_NESTING + 2;
+
 export async function transferRoutes(app: ZodApp, { db, limits, expensiveSlots }: AppDeps): Promise<void> {
   const { ImportBody } = importSchemas(limits);
 
@@ -65,7 +73,7 @@ export async function transferRoutes(app: ZodApp, { db, limits, expensiveSlots }
         return;
       }
       try {
-        done(null, parseYamlDocument(body as string, MAX_BODY_NESTING));
+        done(null, parseYamlDocument(body as string, IMPORT_BODY_NESTING));
       } catch (error) {
         if (error instanceof YamlValueError) return done(invalidParameter(error.field, error.rule), undefined);
         const reason = error instanceof Error ? error.message.split('\n')[0] : 'unreadable';
@@ -76,7 +84,7 @@ export async function transferRoutes(app: ZodApp, { db, limits, expensiveSlots }
     scope.post(
       '/spaces/:spaceId/sessions/import',
       {
-        config: { action: 'session:ImportSession' },
+        config: { action: 'session:ImportSession', bodyNesting: IMPORT_BODY_NESTING },
         bodyLimit: Math.max(IMPORT_BODY_BYTES, limits.bodyBytes),
         schema: {
           tags: ['sessions'],
