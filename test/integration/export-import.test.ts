@@ -251,6 +251,33 @@ describe('export → import → export', () => {
     }
   });
 
+  it('round-trips an event as large as an append may send, to which the service added its eventId and timestamp', async () => {
+    const spaceId = await insertSpace(t.db, t.account.accountId);
+    const sessionId = `large-${++counter}`;
+    expect((await t.request({ method: 'POST', url: `/v1/spaces/${spaceId}/users/${USER}/sessions`, payload: { sessionId } })).statusCode).toBe(201);
+    const limit = 262_144; // MAX_EVENT_BYTES' default
+    const text = 'x'.repeat(limit - Buffer.byteLength(JSON.stringify({ author: 'a', content: { parts: [{ text: '' }] } })));
+    const event = { author: 'a', content: { parts: [{ text }] } };
+    const appended = await t.request({ method: 'POST', url: `${sessionUrl(spaceId, sessionId)}/events`, payload: event });
+    expect(appended.statusCode, appended.body.slice(0, 300)).toBe(201);
+    // One byte more is refused: the event was at the limit.
+    const over = await t.request({ method: 'POST', url: `${sessionUrl(spaceId, sessionId)}/events`, payload: { ...event, author: 'ab' } });
+    expect(JSON.parse(over.body).error.code).toBe('LimitExceeded.Event');
+    const { text: exported, doc } = await exportJson(spaceId, sessionId);
+    const target = await insertSpace(t.db, t.account.accountId);
+    const imported = await t.request({ method: 'POST', url: importUrl(target), payload: exported, headers: { 'content-type': 'application/json' } });
+    expect(imported.statusCode, imported.body.slice(0, 300)).toBe(201);
+    expect(withoutSpaceId((await exportJson(target, sessionId)).doc)).toEqual(withoutSpaceId(doc));
+    // A byte more than an append could have sent is still refused, naming the event.
+    const larger = structuredClone(doc);
+    larger.events[0]!.author = 'ab';
+    const third = await insertSpace(t.db, t.account.accountId);
+    const before = await spaceContents(third);
+    const refused = await t.request({ method: 'POST', url: importUrl(third), payload: larger });
+    await expectError(refused, 400, 'InvalidParameter', 'events[0]');
+    expect(await spaceContents(third)).toEqual(before);
+  });
+
   it('streams a long history in chunks and round-trips it', async () => {
     const spaceId = await insertSpace(t.db, t.account.accountId);
     const sessionId = `long-${++counter}`;

@@ -117,8 +117,11 @@ export function importSchemas(limits: Limits) {
         const delta = event.actions?.stateDelta;
         if (delta !== undefined && jsonDepth(delta) > limits.stateDeltaDepth) issue(['events', index, 'actions', 'stateDelta'], `is nested deeper than ${limits.stateDeltaDepth} levels`);
         if (delta !== undefined && jsonBytes(delta) > limits.stateDeltaBytes) issue(['events', index, 'actions', 'stateDelta'], `must be at most ${limits.stateDeltaBytes} bytes serialized`);
-        const { seq: _seq, createTime: _createTime, ...sent } = event;
-        if (jsonBytes(sent) > limits.eventBytes) issue(['events', index], `must be at most ${limits.eventBytes} bytes serialized`);
+        // Measured as an append measures what it is sent: without the fields the service may have
+        // filled in itself (seq and createTime always; eventId and timestamp when the append had none),
+        // so that an event appended at the limit imports again.
+        const { seq: _seq, createTime: _createTime, eventId: _eventId, timestamp: _timestamp, ...sent } = event;
+        if (jsonBytes(sent) > limits.eventBytes) issue(['events', index], `must be at most ${limits.eventBytes} bytes serialized (without seq, createTime, eventId and timestamp)`);
       });
     })
     .describe(`An export document (format ${EXPORT_FORMAT}), as JSON or YAML.`);
