@@ -76,6 +76,19 @@ async function exportJson(spaceId: string, sessionId: string): Promise<{ text: s
   return { text: res.body, doc: JSON.parse(res.body) as Doc };
 }
 
+/** The session exported as JSON (`jsonText`) and as YAML, each imported into a new space and exported again. */
+async function reimported(spaceId: string, sessionId: string, jsonText: string): Promise<Doc[]> {
+  const yamlText = (await t.request({ method: 'GET', url: exportUrl(spaceId, sessionId), headers: { accept: 'application/yaml' } })).body;
+  const docs: Doc[] = [];
+  for (const [body, contentType] of [[jsonText, 'application/json'], [yamlText, 'application/yaml']] as const) {
+    const target = await insertSpace(t.db, t.account.accountId);
+    const imported = await t.request({ method: 'POST', url: importUrl(target), payload: body, headers: { 'content-type': contentType } });
+    expect(imported.statusCode, `${contentType}: ${imported.body.slice(0, 300)}`).toBe(201);
+    docs.push((await exportJson(target, sessionId)).doc);
+  }
+  return docs;
+}
+
 async function expectError(res: { statusCode: number; body: string }, status: number, code: string, field?: string) {
   expect(res.statusCode, res.body).toBe(status);
   const error = JSON.parse(res.body).error;
@@ -215,14 +228,7 @@ describe('export → import → export', () => {
     const { text, doc } = await exportJson(spaceId, sessionId);
     const expected = { f: 1e20, h: 1e300, p: 2 ** 60, e: Number('1.2345678901234567e22'), a: 2 ** 53, b: -(2 ** 53) };
     expect(doc.session.state).toEqual(expected);
-    for (const [body, contentType] of [
-      [text, 'application/json'],
-      [(await t.request({ method: 'GET', url: exportUrl(spaceId, sessionId), headers: { accept: 'application/yaml' } })).body, 'application/yaml'],
-    ] as const) {
-      const target = await insertSpace(t.db, t.account.accountId);
-      const imported = await t.request({ method: 'POST', url: importUrl(target), payload: body, headers: { 'content-type': contentType } });
-      expect(imported.statusCode, `${contentType}: ${imported.body}`).toBe(201);
-      const again = (await exportJson(target, sessionId)).doc;
+    for (const again of await reimported(spaceId, sessionId, text)) {
       expect(again.session.state).toEqual(expected);
       expect(again.events[0]!.metadata).toEqual({ n: expected });
     }
@@ -240,15 +246,7 @@ describe('export → import → export', () => {
     const patched = await t.request({ method: 'PATCH', url: sessionUrl(spaceId, sessionId), payload: { memo: nested(255) } });
     expect(patched.statusCode, patched.body).toBe(200);
     const { text, doc } = await exportJson(spaceId, sessionId);
-    for (const [body, contentType] of [
-      [text, 'application/json'],
-      [(await t.request({ method: 'GET', url: exportUrl(spaceId, sessionId), headers: { accept: 'application/yaml' } })).body, 'application/yaml'],
-    ] as const) {
-      const target = await insertSpace(t.db, t.account.accountId);
-      const imported = await t.request({ method: 'POST', url: importUrl(target), payload: body, headers: { 'content-type': contentType } });
-      expect(imported.statusCode, `${contentType}: ${imported.body.slice(0, 300)}`).toBe(201);
-      expect(withoutSpaceId((await exportJson(target, sessionId)).doc)).toEqual(withoutSpaceId(doc));
-    }
+    for (const again of await reimported(spaceId, sessionId, text)) expect(withoutSpaceId(again)).toEqual(withoutSpaceId(doc));
   });
 
   it('round-trips an event as large as an append may send, to which the service added its eventId and timestamp', async () => {
