@@ -44,9 +44,7 @@ interface Node {
 function fieldOf(node: Node, root: string): string {
   const keys: (string | number)[] = [];
   for (let at: Node | undefined = node; at?.key !== undefined; at = at.parent) keys.unshift(at.key);
-  let name = '';
-  for (const key of keys) name += typeof key === 'number' ? `[${key}]` : name ? `.${key}` : key;
-  return name || root;
+  return jsonPathName(keys) || root;
 }
 
 const NOT_A_JSON_NUMBER = 'must be a finite number: JSON has no NaN or Infinity';

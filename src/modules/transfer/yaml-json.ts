@@ -4,15 +4,16 @@
 // give binary data (`!!binary` → Uint8Array), sets (`!!set`) and timestamps (`!!timestamp` → Date);
 // a key may be a collection (`? [1, 2]`, which it would turn into the text "[ 1, 2 ]" with a process
 // warning); `1` and `"1"` are two keys to YAML and one to JSON; and an integer a double does not
-// hold as written would be rounded, which a JSON body refuses (lib/inexact-integer.ts). Request schemas check
-// JSON values as any value (http/schemas.ts, JsonValue), so an import that held such a value stored
-// something else (a Uint8Array as {"type":"Buffer","data":[…]}, a Set as {}) without a word.
+// hold as written would be rounded, which a JSON body refuses (lib/inexact-integer.ts). Request
+// schemas check JSON values as any value (http/schemas.ts, JsonValue), so an import that held such
+// a value stored something else (a Uint8Array as {"type":"Buffer","data":[…]}, a Set as {})
+// without a word.
 // The document is therefore parsed with maps as Map and integers as BigInt, and this walk builds
 // the plain JSON value from it, refusing what has no JSON counterpart.
 //
 // It also refuses a document that contains itself (an alias inside its own anchor): every later walk
 // would go round it for ever. Iterative, so a deep document cannot overflow the stack.
-import { inexactIntegerRule } from '../../lib/inexact-integer.js';
+import { inexactIntegerRule, jsonPathName } from '../../lib/inexact-integer.js';
 
 /** Why a YAML document is not a JSON value, with the field (`session.state.x`, `body` for the root). */
 export class YamlValueError extends Error {
@@ -119,8 +120,4 @@ function put(target: Container, key: Key, value: unknown): void {
 }
 
 /** `session.memo[1]` style, as validation errors name fields; `body` for the document itself. */
-function fieldName(path: (Key | undefined)[]): string {
-  let name = '';
-  for (const key of path) if (key !== undefined) name += typeof key === 'number' ? `[${key}]` : name ? `.${key}` : key;
-  return name || 'body';
-}
+const fieldName = (path: (Key | undefined)[]): string => jsonPathName(path.filter((key) => key !== undefined)) || 'body';
