@@ -92,7 +92,10 @@ export async function transferRoutes(app: ZodApp, { db, limits, expensiveSlots }
           operationId: 'importSession',
           description:
             'Body: an export document as JSON (`Content-Type: application/json`) or YAML (`application/yaml`, `text/yaml`), at most ' +
-            `${IMPORT_BODY_BYTES / (1024 * 1024)} MiB and ${MAX_TRANSFER_EVENTS} events. The whole document is checked before anything is written; ` +
+            `${IMPORT_BODY_BYTES / (1024 * 1024)} MiB, ${MAX_TRANSFER_EVENTS} events and ${IMPORT_BODY_NESTING} levels of nesting (two more than other ` +
+            'bodies: the document holds each value two levels deeper than the request that wrote it). An event\'s size is measured without ' +
+            'seq, createTime, eventId and timestamp, as an append measures what it is sent. A YAML body must say only what JSON can (no ' +
+            '!!binary, !!set or !!timestamp, no collection as a key, no tag the YAML 1.2 core schema does not resolve). The whole document is checked before anything is written; ' +
             'a bad one answers 400 naming the field (e.g. `events[3].seq`). The session keeps its ids, seq, timestamps, revision, memo and ' +
             'window; session.spaceId is ignored (it goes into the space of the path). An existing session with the same userId and ' +
             'sessionId answers 409 (an expired one is replaced). scopedState.user and scopedState.app are merged into the user\'s and the ' +
