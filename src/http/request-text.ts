@@ -19,7 +19,8 @@
 //   refuses them, on every body.
 import { type FastifyInstance, type FastifyRequest, errorCodes } from 'fastify';
 import { AppError, invalidParameter } from '../errors.js';
-import { findInexactIntegerLiteral, jsonPathName } from '../lib/inexact-integer.js';
+import { findInexactIntegerLiteral } from '../lib/inexact-integer.js';
+import { jsonPathName } from '../lib/json-path.js';
 import { holdsNonFiniteNumber } from '../lib/json-measure.js';
 import { hasPrototypeKey, mayHaveBeenReadWrong, readJson, writesKeyWithBackslash } from '../lib/parse-json.js';
 
@@ -108,7 +109,6 @@ export function findInexactInteger(text: string, root = 'body'): AppError | unde
   const found = findInexactIntegerLiteral(text);
   return found && invalidParameter(jsonPathName(found.path) || root, found.rule);
 }
-
 
 /**
  * Parsed bodies whose JSON text has no `\u` escape, so no string or key in them can hold what

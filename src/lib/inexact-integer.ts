@@ -78,10 +78,3 @@ export function findInexactIntegerLiteral(text: string): { path: (string | numbe
   }
   return undefined;
 }
-
-/** `events[1].actions.stateDelta.big` style, as validation errors name fields; '' for the top. */
-export function jsonPathName(path: (string | number)[]): string {
-  let name = '';
-  for (const key of path) name += typeof key === 'number' ? `[${key}]` : name ? `.${key}` : key;
-  return name;
-}

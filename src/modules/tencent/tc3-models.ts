@@ -4,7 +4,8 @@
 // rules apply underneath (tc3-validation.ts, stage 2).
 import { z } from 'zod';
 import type { JsonObject as JsonObjectValue } from '../../db/schema.js';
-import { findInexactIntegerLiteral, jsonPathName } from '../../lib/inexact-integer.js';
+import { findInexactIntegerLiteral } from '../../lib/inexact-integer.js';
+import { jsonPathName } from '../../lib/json-path.js';
 import { MAX_BODY_NESTING, holdsNonFiniteNumber, jsonDepth } from '../../lib/json-measure.js';
 import { parseJson } from '../../lib/parse-json.js';
 import { TimestampInput } from '../../http/schemas.js';

@@ -66,7 +66,7 @@ export const YAML_MAX_ALIASES = 50;
 
 /**
  * Parses one YAML document with the YAML 1.2 core schema, refusing duplicate keys, alias expansion
- * beyond YAML_MAX_ALIASES, collections nested deeper than `maxNesting` (the JSON bodies' limit),
+ * beyond YAML_MAX_ALIASES, collections nested deeper than `maxNesting` (the import's limit),
  * tags the schema does not know, and what JSON cannot hold (yaml-json.ts: a YamlValueError naming
  * the field). Answers the document's JSON value. Throws the yaml package's error on bad input.
  */
@@ -90,15 +90,15 @@ export function parseYamlDocument(text: string, maxNesting: number): unknown {
  * The server caught that as an exception (a 400, "Maximum call stack size exceeded"), but the same
  * parse of 20,000 levels (`a: [[[…]]]`, 40 kB) in a fresh process died with a fatal error (V8 could
  * not compile a regular expression at the stack's limit), so the stack's end is not a limit to lean
- * on. The lexer and parser are iterative, and the parser's stack is the nesting of what it reads
- * (plus the document): a hostile text is refused after `limit` tokens. A valid document pays one
- * more pass (300 kB, 1,000 events: 70–80 ms more than the 120 ms parse).
+ * on. The lexer and parser are iterative, and the parser's stack holds the collections being read
+ * (below): a hostile text is refused after `limit` tokens. A valid document pays one more pass
+ * (300 kB, 1,000 events: 70–80 ms more than the 120 ms parse).
  */
 function nestedDeeperThan(text: string, limit: number): boolean {
   const parser = new Parser();
   for (const token of new Lexer().lex(text)) {
     for (const _document of parser.next(token)) {
-      // The concrete syntax tree is not kept: parse() below reads the text again.
+      // The concrete syntax tree is not kept: parseDocument() reads the text again.
     }
     // The stack holds the document, the collections and, in block style, the scalar being read:
     // only a stack that deep is looked into, so a shallow document pays for its length alone.

@@ -13,7 +13,8 @@
 //
 // It also refuses a document that contains itself (an alias inside its own anchor): every later walk
 // would go round it for ever. Iterative, so a deep document cannot overflow the stack.
-import { inexactIntegerRule, jsonPathName } from '../../lib/inexact-integer.js';
+import { inexactIntegerRule } from '../../lib/inexact-integer.js';
+import { jsonPathName } from '../../lib/json-path.js';
 
 /** Why a YAML document is not a JSON value, with the field (`session.state.x`, `body` for the root). */
 export class YamlValueError extends Error {
