@@ -108,6 +108,19 @@ describe('GET …/sessions/{sessionId}/context', () => {
     expect(neither.window).toEqual({ startSeq: 4, endSeq: 4, omittedEvents: 3 });
   });
 
+  it('never answers a response whose call is outside the window, even when another call has its name', async () => {
+    // Two parallel calls of one tool: the response to A must not be paired with the call B.
+    const key = await newSession();
+    await append(key, [call('get_weather', 'A'), call('get_weather', 'B'), reply('get_weather', 'A'), reply('get_weather', 'B')]);
+    const cut = (await getContext(key, 'maxEvents=3')).body;
+    expect(cut.events.map((e) => e.seq)).toEqual([4]);
+    expect(cut.window).toEqual({ startSeq: 4, endSeq: 4, omittedEvents: 3 });
+    expect((await putContext(key, { windowStartSeq: 2 })).statusCode).toBe(200);
+    const fromTwo = (await getContext(key)).body;
+    expect(fromTwo.events.map((e) => e.seq)).toEqual([4]);
+    expect(fromTwo.window).toEqual({ startSeq: 4, endSeq: 4, omittedEvents: 2 });
+  });
+
   it('truncates the newest event from the front of its text when it alone is over budget, without changing it', async () => {
     const key = await newSession();
     const long = `${'old words '.repeat(200)}the last sentence.`;

@@ -100,6 +100,16 @@ describe('selectContextWindow', () => {
     expect(seqs(selectContextWindow(events, { maxChars: LOTS, maxEvents: 5 }).events)).toEqual([2, 3, 4, 5, 6]);
   });
 
+  it('does not pair a response whose call is outside the candidates with another call of the same name', () => {
+    // Two parallel calls of one tool; the window can start at the second call, not at the first one's response.
+    const events = [call(1, 'get_weather', 'A'), call(2, 'get_weather', 'B'), response(3, 'get_weather', 'A'), response(4, 'get_weather', 'B')];
+    expect(seqs(selectContextWindow(events.slice(1), { maxChars: LOTS, maxEvents: 10, windowStartSeq: 2 }).events)).toEqual([4]);
+    expect(seqs(selectContextWindow(events, { maxChars: LOTS, maxEvents: 3 }).events)).toEqual([4]);
+    expect(seqs(selectContextWindow(events, { maxChars: LOTS, maxEvents: 4 }).events)).toEqual([1, 2, 3, 4]);
+    // A response with an id still finds a call that was stored without one.
+    expect(seqs(selectContextWindow([text(1), call(2, 'f'), response(3, 'f', 'x')], { maxChars: LOTS, maxEvents: 2 }).events)).toEqual([2, 3]);
+  });
+
   it('stops at a response whose call is not among the candidates (before the window start)', () => {
     const events = [response(5, 'lookup', 'old'), text(6), text(7)];
     const window = selectContextWindow(events, { maxChars: LOTS, maxEvents: 10, windowStartSeq: 5 });

@@ -110,19 +110,24 @@ export function selectWindowRange(candidates: readonly WindowEvent[], budget: Wi
 
 /**
  * For each candidate, the index of the oldest event holding a call one of its responses answers
- * (its own index when it has no responses; UNRESOLVED when a call is missing). A response matches
- * the newest earlier call with its id, or without an id, the newest earlier call of its name.
+ * (its own index when it has no responses; UNRESOLVED when a call is missing). A response with an
+ * id matches the newest earlier call with that id, or else the newest earlier call of its name that
+ * has no id; a response without an id, the newest earlier call of its name. A response whose id
+ * names a call outside the candidates must not borrow another call of the same name (two parallel
+ * calls of one tool): it would return a response without its call.
  */
 function earliestCallIndexes(candidates: readonly WindowEvent[]): number[] {
   const callById = new Map<string, number>();
   const callByName = new Map<string, number>();
+  const idlessCallByName = new Map<string, number>();
   return candidates.map((event, index) => {
     const parts = event.content?.parts ?? [];
     let earliest = index;
     for (const part of parts) {
       const response = part.functionResponse;
       if (!response) continue;
-      const partner = (response.id !== undefined ? callById.get(response.id) : undefined) ?? callByName.get(response.name);
+      const partner =
+        response.id !== undefined ? (callById.get(response.id) ?? idlessCallByName.get(response.name)) : callByName.get(response.name);
       if (partner === undefined) {
         earliest = UNRESOLVED;
         break;
@@ -133,6 +138,7 @@ function earliestCallIndexes(candidates: readonly WindowEvent[]): number[] {
       const call = part.functionCall;
       if (!call) continue;
       if (call.id !== undefined) callById.set(call.id, index);
+      else idlessCallByName.set(call.name, index);
       callByName.set(call.name, index);
     }
     return earliest;
