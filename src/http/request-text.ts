@@ -22,65 +22,15 @@ import { AppError, invalidParameter } from '../errors.js';
 import { findInexactIntegerLiteral } from '../lib/inexact-integer.js';
 import { jsonPathName } from '../lib/json-path.js';
 import { holdsNonFiniteNumber } from '../lib/json-measure.js';
+import { findUnstorable } from '../lib/unstorable-text.js';
 import { hasPrototypeKey, mayHaveBeenReadWrong, readJson, writesKeyWithBackslash } from '../lib/parse-json.js';
 
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
-const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
-
-/** Why `text` cannot be taken, or undefined when it can. */
-export function unstorableText(text: string): string | undefined {
-  if (text.includes('\u0000')) return 'must not contain U+0000 (NUL): it cannot be stored';
-  if (LONE_SURROGATE.test(text)) return 'must not contain an unpaired UTF-16 surrogate (\\uD800–\\uDFFF): it is not a Unicode character';
-  return undefined;
-}
-
-interface Node {
-  value: unknown;
-  parent: Node | undefined;
-  key: string | number | undefined;
-}
-
-/** `events[0].author` style, as validation errors name fields; `root` for the value itself. */
-function fieldOf(node: Node, root: string): string {
-  const keys: (string | number)[] = [];
-  for (let at: Node | undefined = node; at?.key !== undefined; at = at.parent) keys.unshift(at.key);
-  return jsonPathName(keys) || root;
-}
-
-const NOT_A_JSON_NUMBER = 'must be a finite number: JSON has no NaN or Infinity';
-
-/**
- * The first string (value or object key) or number in `value` that cannot be taken, as a 400
- * naming it. Iterative, like the nesting check, so a deep value cannot overflow the stack.
- */
+/** findUnstorable as a 400 naming the field (`events[0].author`; `root` for the value itself). */
 export function findUnstorableText(value: unknown, root: string): AppError | undefined {
-  const pending: Node[] = [{ value, parent: undefined, key: undefined }];
-  while (pending.length > 0) {
-    const node = pending.pop()!;
-    const item = node.value;
-    if (typeof item === 'string') {
-      const why = unstorableText(item);
-      if (why) return invalidParameter(fieldOf(node, root), why);
-      continue;
-    }
-    if (typeof item === 'number') {
-      if (!Number.isFinite(item)) return invalidParameter(fieldOf(node, root), NOT_A_JSON_NUMBER);
-      continue;
-    }
-    if (item === null || typeof item !== 'object') continue;
-    if (Array.isArray(item)) {
-      for (let index = item.length - 1; index >= 0; index--) pending.push({ value: item[index], parent: node, key: index });
-      continue;
-    }
-    for (const [key, child] of Object.entries(item)) {
-      const why = unstorableText(key);
-      // The key itself cannot be shown safely; the object holding it is named instead.
-      if (why) return invalidParameter(fieldOf(node, root), `has a key that ${why.replace(/^must not contain/, 'contains')}`);
-      pending.push({ value: child, parent: node, key });
-    }
-  }
-  return undefined;
+  const found = findUnstorable(value);
+  return found && invalidParameter(jsonPathName(found.path) || root, found.rule);
 }
 
 const CHARSET_PARAMETER = /;\s*charset\s*=\s*(?:"([^"]*)"|([^;\s]*))/i;

@@ -308,6 +308,27 @@ describe('the same rules as the REST API', () => {
     expect((await call('DescribeEvents', key)).TotalCount).toBe(0);
   });
 
+  it('refuses a JSON string holding what a REST body may not (an escaped NUL or lone surrogate, a __proto__ key), naming where, writing nothing', async () => {
+    const SpaceId = await newSpace();
+    const key = { SpaceId, UserId: 'u', SessionId: 's' };
+    await call('CreateSession', key);
+    await expectRefused(() => call('CreateSession', { SpaceId, UserId: 'u', SessionId: 's2', State: { CustomState: '{"a":"x\\u0000y"}' } }), 'InvalidParameterValue', /^State\.CustomState: at a: must not contain U\+0000/);
+    await expectRefused(() => call('AppendEvent', { ...key, Event: { Author: 'a', Actions: { StateDelta: '{"a":{"b":["\\u0000"]}}' } } }), 'InvalidParameterValue', /^Event\.Actions\.StateDelta: at a\.b\[0\]: must not contain U\+0000/);
+    await expectRefused(() => call('AppendEvent', { ...key, Event: { Author: 'a', Metadata: '{"\\u0000":"x"}' } }), 'InvalidParameterValue', /^Event\.Metadata: at its top: has a key that contains U\+0000/);
+    await expectRefused(() => call('AppendEvent', { ...key, Event: { Author: 'a', Extensions: '{"e":"\\ud800"}' } }), 'InvalidParameterValue', /^Event\.Extensions: at e: must not contain an unpaired UTF-16 surrogate/);
+    await expectRefused(
+      () => call('AppendEvent', { ...key, Event: { Author: 'a', Content: { Role: 'model', Parts: [{ FunctionCall: '{"name":"f","args":{"q":"\\udc00"}}' }] } } }),
+      'InvalidParameterValue',
+      /FunctionCall: at args\.q: must not contain an unpaired UTF-16 surrogate/,
+    );
+    await expectRefused(() => call('AppendEvent', { ...key, Event: { Author: 'a', Actions: { StateDelta: '{"__proto__":{"polluted":1}}' } } }), 'InvalidParameterValue', /^Event\.Actions\.StateDelta: must not hold the key "__proto__"/);
+    await expectRefused(() => call('CreateSession', { SpaceId, UserId: 'u', SessionId: 's2', State: { CustomState: '{"keep":1,"x":{"__proto__":{"x":1}}}' } }), 'InvalidParameterValue', /^State\.CustomState: must not hold the key "__proto__"/);
+    expect((await call('DescribeEvents', key)).TotalCount).toBe(0);
+    await expectRefused(() => call('DescribeSession', { ...key, SessionId: 's2' }), 'ResourceNotFound.Session');
+    const session = (await call('DescribeSession', key)).Session as { State: { CustomState: string } };
+    expect(JSON.parse(session.State.CustomState)).toEqual({});
+  });
+
   it('refuses a JSON string holding an integer a double changes (12345678901234567890123), naming where, and takes one a double writes in full (1e20)', async () => {
     const SpaceId = await newSpace();
     const key = { SpaceId, UserId: 'u', SessionId: 's' };

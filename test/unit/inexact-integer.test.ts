@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { findInexactInteger, unstorableText } from '../../src/http/request-text.js';
+import { findInexactInteger } from '../../src/http/request-text.js';
+import { unstorableText } from '../../src/lib/unstorable-text.js';
 
 const fieldOf = (text: string) => findInexactInteger(text)?.details;
 

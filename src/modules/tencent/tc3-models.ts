@@ -7,7 +7,8 @@ import type { JsonObject as JsonObjectValue } from '../../db/schema.js';
 import { findInexactIntegerLiteral } from '../../lib/inexact-integer.js';
 import { jsonPathName } from '../../lib/json-path.js';
 import { MAX_BODY_NESTING, holdsNonFiniteNumber, jsonDepth } from '../../lib/json-measure.js';
-import { parseJson } from '../../lib/parse-json.js';
+import { findPrototypeKey, parseJson } from '../../lib/parse-json.js';
+import { findUnstorable } from '../../lib/unstorable-text.js';
 import { TimestampInput } from '../../http/schemas.js';
 import type { EventInputValue, EventView } from '../events/index.js';
 import type { SessionView, WrittenSessionView } from '../sessions/index.js';
@@ -36,6 +37,18 @@ export const jsonObjectString = (max?: number, maxDepth = MAX_BODY_NESTING - 1) 
     // A number literal beyond a double's range (`1e400`) is Infinity here, which jsonb cannot store.
     if (holdsNonFiniteNumber(parsed)) {
       ctx.addIssue({ code: 'custom', message: 'must not hold a number beyond a double\'s range (e.g. 1e400): JSON has no Infinity' });
+      return z.NEVER;
+    }
+    // What a REST body may not hold either: the JSON body parser refuses prototype keys, and a NUL
+    // or a lone surrogate written as an escape (`\\u0000` inside this string) reaches jsonb otherwise.
+    const prototypeKey = findPrototypeKey(parsed);
+    if (prototypeKey) {
+      ctx.addIssue({ code: 'custom', message: `must not hold the key "${prototypeKey}" (refused as prototype poisoning, as in a JSON body)` });
+      return z.NEVER;
+    }
+    const unstorable = findUnstorable(parsed);
+    if (unstorable) {
+      ctx.addIssue({ code: 'custom', message: `at ${jsonPathName(unstorable.path) || 'its top'}: ${unstorable.rule}` });
       return z.NEVER;
     }
     // An integer with more digits than a double holds was rounded by the parse (as in a JSON body).
