@@ -106,6 +106,31 @@ describe('GET …/events/stream', () => {
     expect(stream.errorBody!.error.message).toContain('last-event-id');
   });
 
+  it('answers the event whose eventId is "stream" to a client that accepts JSON and not an event stream', async () => {
+    const session = await newSession();
+    const missing = await fetch(`${base}${session}/events/stream`, { headers: { authorization: `Bearer ${token()}`, accept: 'application/json' } });
+    expect(missing.status).toBe(404);
+    expect(((await missing.json()) as { error: { code: string } }).error.code).toBe('ResourceNotFound.Event');
+    const res = await t.request({ method: 'POST', url: `/v1${session}/events`, payload: { eventId: 'stream', author: 'agent' } });
+    expect(res.statusCode).toBe(201);
+    for (const accept of ['application/json', 'application/json, text/plain', 'application/*;q=0.5', 'application/json, text/event-stream;q=0']) {
+      const described = await fetch(`${base}${session}/events/stream`, { headers: { authorization: `Bearer ${token()}`, accept } });
+      expect(described.status, accept).toBe(200);
+      expect(described.headers.get('content-type')).toBe('application/json; charset=utf-8');
+      expect(await described.json()).toEqual(res.json().events[0]);
+    }
+    // No Accept, EventSource's and curl's: the stream, which starts with the stored event.
+    for (const accept of [undefined, 'text/event-stream', '*/*', 'application/json, text/event-stream', 'application/json, */*;q=0.1']) {
+      const stream = await openSse(`${base}${session}/events/stream`, token(), accept ? { accept } : {});
+      try {
+        expect(stream.headers.get('content-type'), accept).toMatch(/^text\/event-stream/);
+        expect((await stream.events(1)).map((event) => event.seq)).toEqual([1]);
+      } finally {
+        stream.close();
+      }
+    }
+  });
+
   it('answers hostile afterSeq and Last-Event-ID values with a 4xx envelope or a stream, never a 5xx', async () => {
     const session = await newSession();
     const value = fc.oneof(fc.string({ maxLength: 30 }), fc.integer().map(String), fc.constantFrom('-1', '1e3', '9007199254740993', ' 1', '0x10', ''));

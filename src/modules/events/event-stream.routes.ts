@@ -5,6 +5,7 @@ import { SessionPath, errorResponses } from '../../http/schemas.js';
 import type { AppDeps, ZodApp } from '../../http/zod-app.js';
 import type { Action } from '../../lib/policy.js';
 import { STREAM_LIFETIME_EXCEEDED, type StreamSink } from './event-stream.service.js';
+import { getSessionEvent } from './events.service.js';
 
 /** The action a stream is authorized for, when it opens and at every heartbeat. */
 export const EVENT_STREAM_ACTION = 'session:DescribeEvents' satisfies Action;
@@ -30,7 +31,24 @@ const EventStreamText = z
       '`ResourceUnavailable.Database` (reconnect with Last-Event-ID).',
   );
 
-export async function eventStreamRoutes(app: ZodApp, { eventStreams }: AppDeps): Promise<void> {
+// Whether an Accept header asks for JSON and not for an event stream: application/json (or
+// application/*) with q > 0, and no range that takes text/event-stream (itself, text/*, or the
+// any-type range) with q > 0. No header, EventSource's text/event-stream and curl's any-type
+// range all want the stream.
+export function acceptsJsonNotEventStream(accept: string | undefined): boolean {
+  if (!accept) return false;
+  let json = false;
+  for (const item of accept.split(',')) {
+    const [range = '', ...params] = item.split(';').map((part) => part.trim().toLowerCase());
+    const qParam = params.find((param) => param.startsWith('q='));
+    if (qParam && !(Number(qParam.slice(2)) > 0)) continue;
+    if (range === 'text/event-stream' || range === 'text/*' || range === '*/*') return false;
+    if (range === 'application/json' || range === 'application/*') json = true;
+  }
+  return json;
+}
+
+export async function eventStreamRoutes(app: ZodApp, { db, eventStreams }: AppDeps): Promise<void> {
   app.get(
     '/spaces/:spaceId/users/:userId/sessions/:sessionId/events/stream',
     {
@@ -49,18 +67,27 @@ export async function eventStreamRoutes(app: ZodApp, { eventStreams }: AppDeps):
           '(EVENT_STREAM_MAX_LIFETIME_MS, default 30 min; reason `' + STREAM_LIFETIME_EXCEEDED + '`) and when the server shuts down (no frame: ' +
           'reconnect). An account may have EVENT_STREAM_MAX_PER_ACCOUNT streams open on an instance (default 100), and an instance serves ' +
           'EVENT_STREAM_MAX_PER_INSTANCE (default 1,000); past either the answer is 429 `RequestLimitExceeded` with Retry-After. ' +
-          'Agent instances can use it to wait for another instance\'s turn instead of polling.',
+          'Agent instances can use it to wait for another instance\'s turn instead of polling. A request whose Accept header takes ' +
+          'application/json but not text/event-stream (nor text/* or */*) is answered as `GET …/events/{eventId}` for the eventId `stream`: ' +
+          'the event, or 404 ResourceNotFound.Event.',
         params: SessionPath,
         querystring: EventStreamQuery,
         headers: EventStreamHeaders,
         response: {
           200: EventStreamText,
-          ...errorResponses('ResourceNotFound.SessionSpace', 'ResourceNotFound.Session', 'RequestLimitExceeded'),
+          ...errorResponses('ResourceNotFound.SessionSpace', 'ResourceNotFound.Session', 'ResourceNotFound.Event', 'RequestLimitExceeded'),
         },
       },
     },
     async (request, reply) => {
       const key = { accountId: request.principal.accountId, ...request.params };
+      // The path is also that of the event whose eventId is "stream" (GET …/events/{eventId}): a
+      // client that accepts JSON and not an event stream (an SDK's describeEvent) gets that event,
+      // not a stream it would wait on forever.
+      if (acceptsJsonNotEventStream(request.headers.accept)) {
+        const event = await getSessionEvent(db, key, 'stream');
+        return reply.type('application/json; charset=utf-8').serializer(JSON.stringify).send(event as unknown as string);
+      }
       const afterSeq = request.headers['last-event-id'] ?? request.query.afterSeq ?? 0;
       const body = new PassThrough();
       // One wait for 'drain' shared by every write made while the client is behind (a heartbeat

@@ -280,7 +280,7 @@ export interface paths {
         };
         /**
          * Follow a session's events as they are appended (server-sent events)
-         * @description Sends the stored events after `afterSeq` (or after `Last-Event-ID`), then every new event as it is appended, each exactly once and in seq order; the SSE id of each event is its seq, so a client that reconnects with Last-Event-ID misses nothing. Authorized like listing the events (session:DescribeEvents) when the stream opens, and again at every heartbeat exactly as a new request would be: a deleted or disabled credential, a deleted sub-account or a policy that no longer allows it ends the stream within one heartbeat with an `end` frame naming the code. An open stream holds no database connection while it waits: the streams of a session share one read of its new events. The stream is ended when the session is deleted or expires, after its maximum lifetime (EVENT_STREAM_MAX_LIFETIME_MS, default 30 min; reason `StreamLifetimeExceeded`) and when the server shuts down (no frame: reconnect). An account may have EVENT_STREAM_MAX_PER_ACCOUNT streams open on an instance (default 100), and an instance serves EVENT_STREAM_MAX_PER_INSTANCE (default 1,000); past either the answer is 429 `RequestLimitExceeded` with Retry-After. Agent instances can use it to wait for another instance's turn instead of polling.
+         * @description Sends the stored events after `afterSeq` (or after `Last-Event-ID`), then every new event as it is appended, each exactly once and in seq order; the SSE id of each event is its seq, so a client that reconnects with Last-Event-ID misses nothing. Authorized like listing the events (session:DescribeEvents) when the stream opens, and again at every heartbeat exactly as a new request would be: a deleted or disabled credential, a deleted sub-account or a policy that no longer allows it ends the stream within one heartbeat with an `end` frame naming the code. An open stream holds no database connection while it waits: the streams of a session share one read of its new events. The stream is ended when the session is deleted or expires, after its maximum lifetime (EVENT_STREAM_MAX_LIFETIME_MS, default 30 min; reason `StreamLifetimeExceeded`) and when the server shuts down (no frame: reconnect). An account may have EVENT_STREAM_MAX_PER_ACCOUNT streams open on an instance (default 100), and an instance serves EVENT_STREAM_MAX_PER_INSTANCE (default 1,000); past either the answer is 429 `RequestLimitExceeded` with Retry-After. Agent instances can use it to wait for another instance's turn instead of polling. A request whose Accept header takes application/json but not text/event-stream (nor text/* or *\/*) is answered as `GET …/events/{eventId}` for the eventId `stream`: the event, or 404 ResourceNotFound.Event.
          */
         get: operations["streamEvents"];
         put?: never;
@@ -3547,7 +3547,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Error codes: ResourceNotFound.SessionSpace, ResourceNotFound.Session. */
+            /** @description Error codes: ResourceNotFound.SessionSpace, ResourceNotFound.Session, ResourceNotFound.Event. */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
