@@ -95,8 +95,8 @@ export function SpacePage({ client, spaceId, query }: { client: AgentSessionClie
                         {user.userId}
                       </a>
                     </td>
-                    <td>{user.sessionCount}</td>
-                    <td>{formatTime(user.lastActivityTime)}</td>
+                    <td class="nowrap">{user.sessionCount}</td>
+                    <td class="nowrap">{formatTime(user.lastActivityTime)}</td>
                   </tr>
                 ))}
               </tbody>
@@ -176,8 +176,8 @@ export function SpacePage({ client, spaceId, query }: { client: AgentSessionClie
                     {Object.keys(RESERVED_METADATA).map((key) => (
                       <td key={key}>{session.metadata[key] ? <code>{session.metadata[key]}</code> : '—'}</td>
                     ))}
-                    <td>{session.eventCount}</td>
-                    <td>{formatTime(filters.orderBy === 'createTime' ? session.createTime : session.updateTime)}</td>
+                    <td class="nowrap">{session.eventCount}</td>
+                    <td class="nowrap">{formatTime(filters.orderBy === 'createTime' ? session.createTime : session.updateTime)}</td>
                   </tr>
                 ))}
               </tbody>

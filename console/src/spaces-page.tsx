@@ -54,7 +54,7 @@ export function SpacesPage({ client, query }: { client: AgentSessionClient; quer
                     <code>{space.spaceId}</code>
                   </td>
                   <td>{space.description || '—'}</td>
-                  <td>{formatTime(space.createTime)}</td>
+                  <td class="nowrap">{formatTime(space.createTime)}</td>
                 </tr>
               ))}
             </tbody>

@@ -2,8 +2,9 @@
 // The console (/console) in a real Chromium against the real app on a socket: sign in, find a
 // session by metadata, read its timeline, state at event N, live events appended by another client
 // through another instance, export, delete with the confirmation (If-Match), a read-only
-// credential's view, malformed and refused credentials, failed loads and Retry, the keyboard, and
-// a phone-sized window. A page error or an error answer a test does not expect fails the test.
+// credential's view, malformed and refused credentials, failed loads and Retry, the keyboard, a
+// phone-sized window, and values as long as the API allows on a 1280×800 screen. A page error or
+// an error answer a test does not expect fails the test.
 import { readFile } from 'node:fs/promises';
 import { sql } from 'kysely';
 import type { Locator, Page } from 'playwright-core';
@@ -573,5 +574,92 @@ describe('the console', () => {
     expect(await overflow()).toBeLessThanOrEqual(0);
     await screenshot(page, 'phone-session');
     await page.close();
+  });
+
+  it('fits a 1280×800 screen with the longest titles, names, ids and one-line JSON the API accepts', async () => {
+    // Each value one word as long as the API allows (ids 128 characters, titles 256, metadata
+    // values 1024 bytes), and JSON whose one line is far wider than the window.
+    const long = (prefix: string, length: number) => prefix + 'W'.repeat(length - prefix.length);
+    const name = long('wide-', 128);
+    const userId = long('user-', 128);
+    const sessionId = long('session-', 128);
+    const title = long('title-', DEFAULT_LIMITS.titleChars);
+    const metadataKey = `${'k'.repeat(63)}.${'k'.repeat(63)}.${'k'.repeat(57)}/${'n'.repeat(63)}`; // 249 bytes: a qualified name at its limits
+    const wide = await api('POST', '/spaces', { name, description: long('description-', 512) });
+    const path = `/spaces/${wide.spaceId}/users/${userId}/sessions/${sessionId}`;
+    await api('POST', `/spaces/${wide.spaceId}/users/${userId}/sessions`, {
+      sessionId,
+      title,
+      metadata: { 'ags.tencentcloud.com/deployment-id': long('dep-', 1024), 'ags.tencentcloud.com/affinity-id': long('aff-', 1024), [metadataKey]: long('value-', 1024) },
+    });
+    await api('POST', `${path}/events`, {
+      events: [
+        {
+          eventId: long('event-', 128),
+          author: long('agent-', 128),
+          content: { role: long('role-', 128), parts: [{ functionCall: { id: long('call-', 128), name: long('tool-', 256), args: { query: 'q'.repeat(3000) } } }] },
+          actions: { stateDelta: { [long('key-', 200)]: 'v'.repeat(3000), 'user:profile': { note: 'n'.repeat(3000) } } },
+          errorCode: long('Error.', 128),
+          errorMessage: long('message-', 2000),
+        },
+        { author: 'tool', content: { role: 'user', parts: [{ functionResponse: { id: long('call-', 128), name: long('tool-', 256), response: { rows: 'r'.repeat(3000) } } }] } },
+      ],
+    });
+
+    const page = await signedIn({ viewport: DESKTOP });
+    // What sticks out past the window's right edge: the outermost elements that do, and the
+    // elements whose text runs out of their box (a heading, a cell); a JSON box's lines scroll
+    // inside it and do not count. And the tables that scroll sideways instead of wrapping.
+    const overflow = () =>
+      page.evaluate(() => {
+        const edge = document.documentElement.clientWidth + 0.5;
+        const counted = (element: Element) => !element.parentElement?.closest('.json');
+        const past = (box: Element | Range) => box.getBoundingClientRect().right > edge;
+        const describe = (element: Element) => `${element.tagName.toLowerCase()}${[...element.classList].map((name) => `.${name}`).join('')}: ${element.textContent!.slice(0, 24)}`;
+        const outside = [...document.querySelectorAll('body *')].filter((element) => counted(element) && past(element) && !past(element.parentElement!));
+        const texts = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+        for (let text = texts.nextNode(); text; text = texts.nextNode()) {
+          const box = text.parentElement!;
+          const range = document.createRange();
+          range.selectNodeContents(text);
+          if (counted(box) && !box.matches('.json') && past(range) && !past(box) && !outside.includes(box)) outside.push(box);
+        }
+        return {
+          pageWiderBy: Math.max(0, document.documentElement.scrollWidth - window.innerWidth),
+          outside: outside.map(describe),
+          scrollingTables: [...document.querySelectorAll('.table-wrap')].filter((wrap) => wrap.scrollWidth > wrap.clientWidth).map((wrap) => wrap.querySelector('caption')?.textContent ?? describe(wrap)),
+        };
+      });
+    const fits = { pageWiderBy: 0, outside: [], scrollingTables: [] };
+
+    await page.getByRole('link', { name }).waitFor();
+    await screenshot(page, 'long-values-spaces');
+    expect.soft(await overflow(), 'spaces').toEqual(fits);
+
+    await page.getByRole('link', { name }).click();
+    await page.getByRole('heading', { name, level: 1 }).waitFor();
+    await page.getByRole('link', { name: `Sessions of user ${userId}` }).waitFor();
+    await page.getByRole('link', { name: title }).waitFor();
+    await screenshot(page, 'long-values-space');
+    expect.soft(await overflow(), 'space').toEqual(fits);
+
+    await page.getByRole('link', { name: title }).click();
+    await page.getByRole('heading', { name: title, level: 1 }).waitFor();
+    await page.locator('.event').nth(1).waitFor();
+    expect.soft(await overflow(), 'session').toEqual(fits);
+    const summaries = page.locator('.event summary');
+    expect(await summaries.count()).toBe(3); // the call, the state delta and the response
+    for (const summary of await summaries.all()) await summary.click();
+    expect(await page.locator('.event details[open] pre.json').count()).toBe(3);
+    await screenshot(page, 'long-values-session');
+    expect.soft(await overflow(), 'session with the details open').toEqual(fits);
+    // The long line is there, in a box that scrolls.
+    const args = page.locator('.event details.call pre.json').first();
+    expect(await args.evaluate((pre) => pre.scrollWidth > pre.clientWidth && getComputedStyle(pre).overflowX === 'auto')).toBe(true);
+
+    await page.getByRole('button', { name: 'State after event 1' }).click();
+    await page.getByLabel('Session state after event 1').waitFor();
+    await screenshot(page, 'long-values-state-at');
+    expect.soft(await overflow(), 'session with the state-at panel').toEqual(fits);
   });
 });
