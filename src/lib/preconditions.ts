@@ -6,6 +6,9 @@ export type IfMatch = number[] | '*' | undefined;
 
 export const etagOf = (revision: number): string => `"${revision}"`;
 
+/** What a well-formed tag the API never issues (`"01"`) stands for: revisions start at 1. */
+const NO_REVISION = -1;
+
 /** Accepts `"7"`, `W/"7"`, `7` or `*`. A list of several tags is accepted if every one parses. */
 export function parseIfMatch(header: string | string[] | undefined): IfMatch {
   if (header === undefined) return undefined;
@@ -14,7 +17,9 @@ export function parseIfMatch(header: string | string[] | undefined): IfMatch {
   const revisions = text.split(',').map((tag) => {
     const match = /^\s*(?:W\/)?(?:"(\d{1,15})"|(\d{1,15}))\s*$/.exec(tag);
     if (!match) throw invalidParameter('If-Match', 'must be an ETag as returned by the API, e.g. "3", or *');
-    return Number(match[1] ?? match[2]);
+    const digits = match[1] ?? match[2]!;
+    // Tags compare as strings (RFC 9110 §8.8.3.2): "01" is not the "1" the API issued, so it matches no revision.
+    return /^0\d/.test(digits) ? NO_REVISION : Number(digits);
   });
   return revisions;
 }

@@ -29,6 +29,15 @@ describe('If-Match', () => {
     expect(error.details).toEqual({ issues: [{ field: 'If-Match', message: expect.any(String) }] });
   });
 
+  it('compares tags as written: "01", W/"01" or 007 match no revision, so they fail with 412', () => {
+    for (const header of ['"01"', 'W/"01"', '007', '"00"']) {
+      const error = thrown(() => assertIfMatch(parseIfMatch(header), 1));
+      expect(error.code, header).toBe('FailedOperation.PreconditionFailed');
+      expect(error.details).toEqual({ currentRevision: 1 });
+    }
+    expect(() => assertIfMatch(parseIfMatch('"01", "1"'), 1)).not.toThrow();
+  });
+
   it('passes when there is no precondition, a wildcard or a matching revision', () => {
     expect(() => assertIfMatch(undefined, 5)).not.toThrow();
     expect(() => assertIfMatch('*', 5)).not.toThrow();
