@@ -92,6 +92,14 @@ export const APPLICATION_NAME = 'agent-session-service';
 const QUERY_TIMEOUT_MARGIN_MS = 2_000;
 const KEEPALIVE_DELAY_MS = 10_000;
 const DEFAULT_IDLE_TIMEOUT_MS = 10_000;
+/**
+ * The startup `options` of the service's own connections: no idle_session_timeout (PostgreSQL 14+),
+ * whatever the server or the role sets. The pool closes its idle connections itself; a server that
+ * closed one first (FATAL 57P05, sent before it reads the next statement) turned a healthy
+ * database's next request on that connection into a 503, and cut the credential listener, which is
+ * idle by design, every period. PGOPTIONS, which this setting would otherwise replace, is kept.
+ */
+const NO_IDLE_SESSION_TIMEOUT = [process.env.PGOPTIONS, '-c idle_session_timeout=0'].filter(Boolean).join(' ');
 
 function poolStats(pool: pg.Pool, checkouts: FairCheckouts): PoolStats {
   return {
@@ -136,7 +144,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
     const pooled = options.directUrl !== undefined;
     const sessionSettings = pooled
       ? {}
-      : { statement_timeout: options.statementTimeoutMs, idle_in_transaction_session_timeout: options.statementTimeoutMs };
+      : { statement_timeout: options.statementTimeoutMs, idle_in_transaction_session_timeout: options.statementTimeoutMs, options: NO_IDLE_SESSION_TIMEOUT };
     const pool = new pg.Pool({
       connectionString: options.url,
       max: options.poolMax,
@@ -166,6 +174,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
       connectionTimeoutMillis: options.connectTimeoutMs,
       // Bounds the heartbeat: a server that stopped answering counts as lost.
       query_timeout: options.connectTimeoutMs + QUERY_TIMEOUT_MARGIN_MS,
+      options: NO_IDLE_SESSION_TIMEOUT,
       keepAlive: true,
       keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS,
     };

@@ -38,8 +38,9 @@ afterEach(async () => {
   }
 });
 
-async function start(idleTimeoutMs: number | undefined): Promise<Embedded> {
+async function start(idleTimeoutMs: number | undefined, beforeConnecting?: (database: TestDatabase) => Promise<void>): Promise<Embedded> {
   const database = await createTestDatabase({ idleTimeoutMs });
+  await beforeConnecting?.(database); // the pool and the listener connect on first use, below
   const warnings: string[] = [];
   const logger = { info: () => {}, warn: (_: object, message: string) => void warnings.push(message) };
   const credentialCache = startCredentialCache(database.listen, { maxEntries: 100, logger });
@@ -115,6 +116,63 @@ describe(`turns after pauses and dropped connections (${backend.kind})`, () => {
     await dropIdleConnection(embedded.database);
     await sleep(100);
     expect(await turn(embedded, sessionId, 3)).toEqual([201, 200, 200]);
+  });
+
+  it.runIf(backend.kind === 'postgres')('answers every turn when the server closes idle sessions sooner than the pool would (idle_session_timeout), and keeps the listener', async () => {
+    const SERVER_IDLE_MS = 200;
+    const embedded = await start(undefined, async (database) => {
+      const name = new URL(database.pool.options.connectionString!).pathname.slice(1);
+      const admin = new pg.Client({ connectionString: backend.kind === 'postgres' ? backend.adminUrl : '' });
+      await admin.connect();
+      await admin.query(`ALTER DATABASE "${name}" SET idle_session_timeout = ${SERVER_IDLE_MS}`);
+      await admin.end();
+    });
+    const { rows } = await embedded.database.pool.query<{ idle_session_timeout: string }>('SHOW idle_session_timeout');
+    expect(rows[0]!.idle_session_timeout).toBe('0');
+    const sessionId = await newSession(embedded);
+    for (let n = 1; n <= 4; n++) {
+      expect(await turn(embedded, sessionId, n)).toEqual([201, 200, 200]);
+      await sleep(SERVER_IDLE_MS * 3);
+    }
+    expect(embedded.warnings).toEqual([]);
+    expect(embedded.credentialCache.cache.enabled).toBe(true);
+  });
+
+  it.runIf(backend.kind === 'postgres')('answers writes 503 ResourceUnavailable.Database with Retry-After while the database is read-only (a standby, a demoted primary), and /readyz 503', async () => {
+    const embedded = await start(undefined);
+    const sessionId = await newSession(embedded);
+    expect(await turn(embedded, sessionId, 1)).toEqual([201, 200, 200]);
+    const name = new URL(embedded.database.pool.options.connectionString!).pathname.slice(1);
+    const admin = new pg.Client({ connectionString: backend.kind === 'postgres' ? backend.adminUrl : '' });
+    await admin.connect();
+    const headers = { authorization: `Bearer ${embedded.account.rootCredential.token}` };
+    const base = `/v1/spaces/${embedded.account.defaultSpaceId}/users/u/sessions`;
+    try {
+      // What a hot standby answers every write (SQLSTATE 25006), on the connections opened from now on.
+      await admin.query(`ALTER DATABASE "${name}" SET default_transaction_read_only = on`);
+      await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [name]);
+      await sleep(100);
+      for (const request of [
+        { method: 'POST' as const, url: `${base}/${sessionId}/events`, payload: { author: 'user' } },
+        { method: 'POST' as const, url: base, payload: { sessionId: 'new' } },
+        { method: 'PATCH' as const, url: `${base}/${sessionId}`, payload: { title: 't' } },
+      ]) {
+        const res = await embedded.app.inject({ ...request, headers });
+        expect(res.statusCode, `${request.method} ${request.url}: ${res.body}`).toBe(503);
+        expect(res.json().error.code).toBe('ResourceUnavailable.Database');
+        expect(res.headers['retry-after']).toBeDefined();
+      }
+      expect((await embedded.app.inject({ method: 'GET', url: `${base}/${sessionId}`, headers })).statusCode).toBe(200);
+      expect(await ready(embedded)).toBe(503);
+      await admin.query(`ALTER DATABASE "${name}" RESET default_transaction_read_only`);
+      await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [name]);
+      await sleep(100);
+      expect(await ready(embedded)).toBe(200);
+      expect(await turn(embedded, sessionId, 2)).toEqual([201, 200, 200]);
+    } finally {
+      await admin.query(`ALTER DATABASE "${name}" RESET default_transaction_read_only`).catch(() => {});
+      await admin.end();
+    }
   });
 
   it.runIf(backend.kind === 'postgres')('answers /readyz 503 while the database refuses connections, as a turn would fail, and 200 once it takes them again (PostgreSQL: a server that can refuse)', async () => {
