@@ -8,6 +8,13 @@ const UNAVAILABLE_SQLSTATES = new Set<string>([
   SQLSTATE.crashShutdown,
   SQLSTATE.cannotConnectNow, // starting up, shutting down, in recovery
   SQLSTATE.tooManyConnections,
+  // The server is short of disk or memory: nothing is wrong with the request, try again later.
+  SQLSTATE.insufficientResources,
+  SQLSTATE.diskFull,
+  SQLSTATE.outOfMemory,
+  // A read-only database (a hot standby, or a primary demoted by a failover whose connections the
+  // pool still holds, or default_transaction_read_only): writes wait for a writable primary.
+  SQLSTATE.readOnlySqlTransaction,
   SQLSTATE.lockNotAvailable, // lock_timeout
   SQLSTATE.queryCanceled, // statement_timeout
   SQLSTATE.idleInTransactionSessionTimeout,

@@ -3,8 +3,12 @@
 // PostgreSQL generated for the migrations' unnamed constraints.
 export const SQLSTATE = {
   uniqueViolation: '23505',
+  readOnlySqlTransaction: '25006',
   inFailedSqlTransaction: '25P02',
   idleInTransactionSessionTimeout: '25P03',
+  insufficientResources: '53000',
+  diskFull: '53100',
+  outOfMemory: '53200',
   tooManyConnections: '53300',
   lockNotAvailable: '55P03',
   queryCanceled: '57014',
