@@ -272,6 +272,34 @@ describe('AdkSessionService: deleteSession', () => {
     const { service, appName, userId } = fresh();
     await expect(service.deleteSession({ appName, userId, sessionId: 'non-existent' })).resolves.toBeUndefined();
   });
+
+  it('refuses userId or sessionId "." or ".." with the client\'s 400 InvalidParameter before any request, leaving the app\'s empty space', async () => {
+    const { service, appName, userId } = fresh();
+    const spaceId = await service.spaceIdOf(appName);
+    const before = await tableFingerprints(t.db);
+    const rule = 'must not be "." or "..": a URL path segment of only dots is removed by clients and proxies (RFC 3986 §5.2.4)';
+    for (const [ids, field] of [
+      [{ userId: '..', sessionId: '..' }, 'userId'], // was DELETE /v1/spaces/{spaceId}/: the app's space deleted
+      [{ userId, sessionId: '..' }, 'sessionId'],
+      [{ userId: '.', sessionId: 's' }, 'userId'],
+    ] as const) {
+      const error = await service.deleteSession({ appName, ...ids }).catch((caught: unknown) => caught);
+      expect(error).toBeInstanceOf(AgentSessionError);
+      expect(error).toMatchObject({ code: 'InvalidParameter', status: 400, message: `${field}: ${rule}`, details: { issues: [{ field, message: rule }] } });
+    }
+    await expect(service.getSession({ appName, userId, sessionId: '.' })).rejects.toMatchObject({ code: 'InvalidParameter', status: 400, message: `sessionId: ${rule}` });
+    await expect(service.listSessions({ appName, userId: '..' })).rejects.toMatchObject({ code: 'InvalidParameter', status: 400, message: `userId: ${rule}` });
+    expect(await tableFingerprints(t.db)).toEqual(before);
+    expect(await t.db.selectFrom('session_spaces').select('space_id').where('space_id', '=', spaceId).execute()).toEqual([{ space_id: spaceId }]);
+  });
+
+  it('refuses such an id before looking up the app\'s space, so a new appName gets none', async () => {
+    const { service, appName } = fresh();
+    const before = await tableFingerprints(t.db);
+    await expect(service.deleteSession({ appName, userId: '..', sessionId: 'x' })).rejects.toMatchObject({ code: 'InvalidParameter', status: 400 });
+    await expect(service.createSession({ appName, userId: 'u', sessionId: '..' })).rejects.toMatchObject({ code: 'InvalidParameter', status: 400 });
+    expect(await tableFingerprints(t.db)).toEqual(before);
+  });
 });
 
 describe('AdkSessionService: appendEvent', () => {

@@ -1,10 +1,13 @@
 // The TypeScript client (clients/typescript) against the real server over a socket, on the backend
-// the integration project runs on: a whole lifecycle, the typed errors, and retries that store
-// nothing twice — across a 503, a refused connection and an answer lost after the server acted.
+// the integration project runs on: a whole lifecycle, the typed errors, ids no URL path can carry
+// refused before sending, and retries that store nothing twice — across a 503, a refused connection
+// and an answer lost after the server acted (test/integration/client-lost-answers.test.ts has the
+// writes a resend could misreport).
 import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AgentSessionClient, AgentSessionError } from '../../clients/typescript/src/index.js';
+import { AgentSessionClient, AgentSessionError, OPERATIONS } from '../../clients/typescript/src/index.js';
+import { changedTables, tableFingerprints } from '../support/db-snapshot.js';
 import { createTestApp, type TestApp } from '../support/test-app.js';
 
 let t: TestApp;
@@ -184,5 +187,105 @@ describe('AgentSessionClient against the server', () => {
     expect(await storedEvents(sessionId)).toEqual([{ event_id: ids[0], seq: 1 }, { event_id: ids[1], seq: 2 }]);
     const described = await client.describeSession({ ...where, sessionId });
     expect(described).toMatchObject({ eventCount: 2, state: { n: 1 } });
+  });
+});
+
+const DOT_RULE = 'must not be "." or "..": a URL path segment of only dots is removed by clients and proxies (RFC 3986 §5.2.4)';
+const EMPTY_RULE = 'must not be empty: a URL path without the id names another resource';
+
+/** A client whose fetch counts what it sends. */
+function countingClient() {
+  let sent = 0;
+  const client = clientAt(`http://127.0.0.1:${port}`, { fetch: (input, init) => (sent++, globalThis.fetch(input, init)) });
+  return { client, sent: () => sent };
+}
+/** Every operation with a path parameter, once per parameter, that parameter given `value` and the others `ids`. */
+function everyPathIdCall(client: AgentSessionClient, ids: Record<string, string | number>, value: string) {
+  const methods = client as unknown as Record<string, (params: object, body: object) => unknown>;
+  return Object.entries(OPERATIONS).flatMap(([operation, { path }]) =>
+    [...path.matchAll(/\{(\w+)\}/g)].map(([, field]) => ({
+      operation,
+      field: field!,
+      // A body where the operation takes one, options where it does not; a stream is read once.
+      call: async () => {
+        const result = methods[operation]!.call(client, { ...ids, [field!]: value }, {});
+        return typeof result === 'object' && result !== null && Symbol.asyncIterator in result ? (result as AsyncGenerator).next() : result;
+      },
+    })),
+  );
+}
+
+describe('AgentSessionClient: ids a URL path cannot carry', () => {
+  it.each([
+    ['.', DOT_RULE],
+    ['..', DOT_RULE],
+    ['', EMPTY_RULE],
+  ])('refuses %j in every path parameter of every operation with 400 InvalidParameter naming it, sending nothing', async (value, rule) => {
+    const { client, sent } = countingClient();
+    const { spaceId } = await client.createSessionSpace({ name: `dots-${Date.now()}` });
+    const { sessionId } = await client.createSession({ spaceId, userId: 'dots-user' });
+    const calls = everyPathIdCall(client, { spaceId, userId: 'dots-user', sessionId, eventId: 'dots-event', seq: 1, subAccountId: 'sub-none', secretId: 'secret-none' }, value);
+    expect(calls.map((call) => call.field).sort()).toEqual(expect.arrayContaining(['eventId', 'secretId', 'seq', 'sessionId', 'spaceId', 'subAccountId', 'userId']));
+    const before = await tableFingerprints(t.db);
+    const sentBefore = sent();
+
+    const outcomes = [];
+    for (const { operation, field, call } of calls) {
+      const error = await call().then(() => 'resolved', (caught: unknown) => caught);
+      const { code, status, message, details, requestId } = error as AgentSessionError;
+      outcomes.push({ operation, field, isAgentSessionError: error instanceof AgentSessionError, code, status, message, details, requestId });
+    }
+    expect(outcomes).toEqual(
+      calls.map(({ operation, field }) => ({ operation, field, isAgentSessionError: true, code: 'InvalidParameter', status: 400, message: `${field}: ${rule}`, details: { issues: [{ field, message: rule }] }, requestId: undefined })),
+    );
+    expect(sent()).toBe(sentBefore);
+    expect(changedTables(before, await tableFingerprints(t.db))).toEqual([]);
+    await expect(client.describeSession({ spaceId, userId: 'dots-user', sessionId })).resolves.toMatchObject({ sessionId });
+  });
+
+  it('does not delete an empty space for deleteSession with userId and sessionId ".." (DELETE /v1/spaces/{spaceId}/ once)', async () => {
+    const { client, sent } = countingClient();
+    const { spaceId } = await client.createSessionSpace({ name: `dots-empty-${Date.now()}` });
+    const before = await tableFingerprints(t.db);
+    const error = await client.deleteSession({ spaceId, userId: '..', sessionId: '..' }).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(AgentSessionError);
+    expect(error).toMatchObject({ code: 'InvalidParameter', status: 400, message: `userId: ${DOT_RULE}` });
+    expect(sent()).toBe(1); // the createSessionSpace
+    expect(changedTables(before, await tableFingerprints(t.db))).toEqual([]);
+    await expect(client.describeSessionSpace({ spaceId })).resolves.toMatchObject({ spaceId });
+  });
+
+  it('refuses ".." with the error the server gives for it over a socket that keeps dot segments', async () => {
+    const { sessionId } = await clientAt(`http://127.0.0.1:${port}`).createSession({ spaceId: t.account.defaultSpaceId, userId: 'dots-compare' });
+    const local = (await clientAt(`http://127.0.0.1:${port}`)
+      .modifySession({ spaceId: t.account.defaultSpaceId, userId: 'dots-compare', sessionId: '..' }, { title: 'x' })
+      .catch((caught: unknown) => caught)) as AgentSessionError;
+    // node:http sends the path as written, so the server sees the "..".
+    const server = await new Promise<{ status: number; body: { error: { code: string; message: string; details: unknown } } }>((resolve, reject) => {
+      const request = http.request(
+        { host: '127.0.0.1', port, method: 'PATCH', path: `/v1/spaces/${t.account.defaultSpaceId}/users/dots-compare/sessions/..`, headers: { authorization: `Bearer ${t.account.rootCredential.token}`, 'content-type': 'application/json' } },
+        (response) => {
+          let text = '';
+          response.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));
+          response.on('end', () => resolve({ status: response.statusCode ?? 0, body: JSON.parse(text) }));
+        },
+      );
+      request.on('error', reject).end(JSON.stringify({ title: 'x' }));
+    });
+    expect({ status: local.status, code: local.code, message: local.message, details: local.details }).toEqual({
+      status: server.status,
+      code: server.body.error.code,
+      message: server.body.error.message,
+      details: server.body.error.details,
+    });
+    expect(local.code).toBe('InvalidParameter');
+    expect((await t.db.selectFrom('sessions').select('title').where('session_id', '=', sessionId).executeTakeFirstOrThrow()).title).toBe('');
+  });
+
+  it('still sends ids with dots that are not dot segments', async () => {
+    const client = clientAt(`http://127.0.0.1:${port}`);
+    const created = await client.createSession({ spaceId: t.account.defaultSpaceId, userId: '...' }, { sessionId: '.a.' });
+    expect(created).toMatchObject({ userId: '...', sessionId: '.a.' });
+    await expect(client.describeSession({ spaceId: t.account.defaultSpaceId, userId: '...', sessionId: '.a.' })).resolves.toMatchObject({ sessionId: '.a.' });
   });
 });

@@ -3,13 +3,16 @@
 // where ADK's own implementations disagree):
 //   appName   → a space: `spaces[appName]` if given, else the space named appName (created on
 //               first use with onNameExists: reuse, so racing processes end with one space);
-//   userId, sessionId → the same ids; Event → the service's event (adk-event-codec.ts);
+//   userId, sessionId → the same ids; one no URL path can carry ("", "." or "..") is refused
+//               before any request, space lookup included, with the client's 400 InvalidParameter;
+//   Event     → the service's event (adk-event-codec.ts);
 //   state     → the service's merged state: `user:` / `app:` keys are its user and space scopes,
 //               `temp:` keys are never stored.
 import { BaseSessionService, type Event, type ListSessionsResponse, type Session } from '@google/adk';
 import { decodeAdkEvent, encodeAdkEvent } from './adk-event-codec.js';
 import { AgentSessionClient, type AgentSessionClientOptions } from './client.js';
 import { AgentSessionError } from './errors.js';
+import { assertPathSegments } from './path-segments.js';
 import type { Body, Params, Result } from './types.js';
 
 type CreateSessionRequest = Parameters<BaseSessionService['createSession']>[0];
@@ -63,6 +66,7 @@ export class AdkSessionService extends BaseSessionService {
 
   /** Rejects when the id is taken (the service would answer 200 with the existing one; ADK wants an error). */
   override async createSession({ appName, userId, state, sessionId }: CreateSessionRequest): Promise<Session> {
+    assertPathSegments({ userId, ...(sessionId === undefined ? {} : { sessionId }) });
     const spaceId = await this.spaceIdOf(appName);
     const id = sessionId ?? this.#newId(); // chosen here, so that a retried create cannot make two
     const initial = state === undefined ? undefined : withoutTempKeys(state);
@@ -82,6 +86,7 @@ export class AdkSessionService extends BaseSessionService {
    * go to the server (order=desc with a page size, and `after`), so only the events asked for travel.
    */
   override async getSession({ appName, userId, sessionId, config }: GetSessionRequest): Promise<Session | undefined> {
+    assertPathSegments({ userId, sessionId });
     const where = { spaceId: await this.spaceIdOf(appName), userId, sessionId };
     try {
       const [session, events] = await Promise.all([this.#client.describeSession(where), this.#events(where, config ?? {})]);
@@ -116,6 +121,7 @@ export class AdkSessionService extends BaseSessionService {
    * `page` or `offset` pages the way ADK's implementations do; totalItems is the server's count.
    */
   override async listSessions({ appName, userId, limit, offset, page, order }: ListSessionsRequest): Promise<ListSessionsResponse> {
+    if (userId !== undefined) assertPathSegments({ userId });
     const spaceId = await this.spaceIdOf(appName);
     const query = { orderBy: 'updateTime' as const, order: order ?? 'desc' };
     const listPage = (pageToken: string | undefined, pageSize: number, includeTotal: boolean) => {
@@ -165,6 +171,7 @@ export class AdkSessionService extends BaseSessionService {
 
   /** Deletes the session and its events; a session that is not there is not an error (as in ADK). */
   override async deleteSession({ appName, userId, sessionId }: DeleteSessionRequest): Promise<void> {
+    assertPathSegments({ userId, sessionId });
     const spaceId = await this.spaceIdOf(appName);
     try {
       await this.#client.deleteSession({ spaceId, userId, sessionId });
@@ -182,6 +189,7 @@ export class AdkSessionService extends BaseSessionService {
    */
   override async appendEvent({ session, event }: AppendEventRequest): Promise<Event> {
     if (event.partial) return event;
+    assertPathSegments({ userId: session.userId, sessionId: session.id });
     if (!event.id) event.id = this.#newId();
     const spaceId = await this.spaceIdOf(session.appName);
     const result = await this.#client.appendEvents({ spaceId, userId: session.userId, sessionId: session.id }, encodeAdkEvent(event));

@@ -5,7 +5,8 @@ import { type AppendBody, withEventIds } from './event-ids.js';
 import { readSseFrames } from './event-stream.js';
 import type { components } from './generated/openapi.js';
 import { OPERATIONS, type OperationId } from './operations.js';
-import { DEFAULT_RETRY_POLICY, isRetryableStatus, parseRetryAfterMs, type RetryPolicy, retryDelayMs } from './retry.js';
+import { pathSegment } from './path-segments.js';
+import { DEFAULT_RETRY_POLICY, isNotFoundOfDelete, isRetryableStatus, neverSent, parseRetryAfterMs, repeatableAfterLostAnswer, type RetryPolicy, retryDelayMs } from './retry.js';
 import type { Body, CallOptions, PageItem, Params, RequestOptions, Result } from './types.js';
 
 export interface AgentSessionClientOptions {
@@ -188,7 +189,9 @@ export class AgentSessionClient {
     if (call.ifMatch !== undefined) headers['if-match'] = call.ifMatch;
     if (call.ifNoneMatch !== undefined) headers['if-none-match'] = call.ifNoneMatch;
     const init: RequestInit = { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }), ...(call.signal ? { signal: call.signal } : {}) };
-    const repeatable = repeatableAfterLostAnswer(id, method, body);
+    const repeatable = repeatableAfterLostAnswer(id, method, body, call.ifMatch !== undefined || call.ifNoneMatch !== undefined);
+    // Set once an attempt may have reached the server and done the work without its answer arriving.
+    let answerLost = false;
 
     for (let retry = 0; ; retry += 1) {
       let response: Response;
@@ -196,9 +199,11 @@ export class AgentSessionClient {
         response = await this.#fetch(url, init);
       } catch (error) {
         if (call.signal?.aborted) throw error;
-        if (!repeatable || retry >= this.#retry.maxRetries) {
+        const unsent = neverSent(error);
+        if (!(unsent || repeatable) || retry >= this.#retry.maxRetries) {
           throw new AgentSessionError({ code: CLIENT_ERROR_CODES.network, status: 0, message: `${method} ${url}: ${(error as Error).message}`, requestId, cause: error });
         }
+        answerLost ||= !unsent;
         await this.#sleep(retryDelayMs(retry, this.#retry, undefined, this.#random));
         continue;
       }
@@ -207,7 +212,13 @@ export class AgentSessionClient {
         await this.#sleep(retryDelayMs(retry, this.#retry, parseRetryAfterMs(response.headers.get('retry-after'), this.#now()), this.#random));
         continue;
       }
-      return this.#read<K>(response);
+      try {
+        return await this.#read<K>(response);
+      } catch (error) {
+        // The attempt whose answer was lost may have been the one that deleted it: gone is what was asked.
+        if (answerLost && error instanceof AgentSessionError && isNotFoundOfDelete(id, error.code)) return undefined as Result<K>;
+        throw error;
+      }
     }
   }
 
@@ -230,7 +241,7 @@ export class AgentSessionClient {
 
   #url(template: string, params: Record<string, unknown>): string {
     const query = new URLSearchParams();
-    const path = template.replace(/\{(\w+)\}/g, (_, name: string) => encodeURIComponent(String(params[name])));
+    const path = template.replace(/\{(\w+)\}/g, (_, name: string) => pathSegment(name, params[name]));
     const used = new Set([...template.matchAll(/\{(\w+)\}/g)].map((match) => match[1]));
     for (const [name, value] of Object.entries(params as Query)) {
       if (used.has(name) || value === undefined) continue;
@@ -242,21 +253,6 @@ export class AgentSessionClient {
 }
 
 type PagedOperationId = 'listSessionSpaces' | 'listSpaceUsers' | 'listSessions' | 'listSpaceSessions' | 'listEvents' | 'listSubAccounts';
-
-/**
- * Whether sending the request again after a network error (the answer may have been lost after the
- * server acted) cannot do the work twice: reads, PUT/PATCH/DELETE (a second identical one changes
- * nothing more; a DELETE may then answer 404), appends (every event carries an eventId by now), a
- * createSession that names its sessionId and a createSessionSpace with `onNameExists: reuse`. Other POSTs create something new each time, so they are
- * retried only on 429 and 503, which say the server did nothing.
- */
-export function repeatableAfterLostAnswer(id: OperationId, method: string, body: unknown): boolean {
-  if (method !== 'POST') return true;
-  if (id === 'appendEvents') return true;
-  if (id === 'createSession') return typeof (body as { sessionId?: unknown } | undefined)?.sessionId === 'string';
-  if (id === 'createSessionSpace') return (body as { onNameExists?: unknown } | undefined)?.onNameExists === 'reuse';
-  return false;
-}
 
 /** The reason the server gave in a stream's `event: end` frame (unknown when the data is not the expected JSON). */
 function endReason(data: string): string {
