@@ -10,6 +10,7 @@
 // table past the thresholds of the autovacuum settings, one table at a time. There is one
 // connection, so a table's VACUUM holds the requests that arrive meanwhile; a table is vacuumed only
 // when enough of it changed, which keeps each run in proportion to the writes since the last.
+import { logTaskFailure } from './errors.js';
 import { sql } from 'kysely';
 import { type PeriodicTask, type TaskLogger, startPeriodicTask } from '../lib/periodic-task.js';
 import { PAST_ANALYZE_THRESHOLD } from './autovacuum-rules.js';
@@ -89,7 +90,7 @@ export function startEmbeddedVacuum(db: Database, { intervalMs, logger }: { inte
       }
     } catch (err) {
       // The next run tries again; a failing maintenance must not take the process down.
-      logger.error({ err }, 'embedded database maintenance failed');
+      logTaskFailure(logger, err, 'embedded database maintenance');
     }
   }, intervalMs);
 }

@@ -1,4 +1,5 @@
 // Database failures that mean "not available right now" rather than "this request is wrong".
+import type { TaskLogger } from '../lib/periodic-task.js';
 import { PoolCheckoutTimeout } from './fair-pool.js';
 import { ConnectionStateError } from './guarded-pool.js';
 import { SQLSTATE } from './sqlstate.js';
@@ -60,6 +61,17 @@ export function isDatabaseUnavailable(error: unknown, depth = 0): boolean {
   // A host with several addresses fails with an AggregateError of one error per address.
   if (error instanceof AggregateError && error.errors.some((inner) => isDatabaseUnavailable(inner, depth + 1))) return true;
   return error.cause !== undefined && isDatabaseUnavailable(error.cause, depth + 1);
+}
+
+/**
+ * A background task's failed run (`what`: "expiry sweep", …). While the database is unavailable the
+ * request path logs the outage once, when it starts and when it ends (http/database-outage.ts); a
+ * task that runs into it says so at debug, without a stack, and tries again at its next run. Any
+ * other failure is an error with its stack.
+ */
+export function logTaskFailure(logger: TaskLogger, err: unknown, what: string): void {
+  if (isDatabaseUnavailable(err)) logger.debug({ reason: (err as Error).message }, `${what} skipped: the database is unavailable`);
+  else logger.error({ err }, `${what} failed`);
 }
 
 /** A unique key, as the migrations declare it. */

@@ -16,6 +16,7 @@
 // 300 × default_statistics_target rows however large the table is, and takes no lock that DML
 // waits for. PGlite's `autovacuum` reads on and never runs: there this covers the first minute, and
 // the embedded vacuum (embedded-vacuum.ts), every minute, the rest.
+import { logTaskFailure } from './errors.js';
 import { sql } from 'kysely';
 import { type PeriodicTask, type TaskLogger, startPeriodicTask } from '../lib/periodic-task.js';
 import { PAST_ANALYZE_THRESHOLD } from './autovacuum-rules.js';
@@ -80,7 +81,7 @@ export function startStatisticsKeeper(db: Database, { intervalMs, logger }: { in
       if (analyzed.length > 0) logger.info({ analyzed, durationMs: Math.round(performance.now() - startedAt) }, 'planner statistics gathered');
     } catch (err) {
       // The database out of reach, say: the next run tries again.
-      logger.error({ err }, 'gathering planner statistics failed');
+      logTaskFailure(logger, err, 'gathering planner statistics');
     }
   }, intervalMs);
 }

@@ -3,8 +3,9 @@
 // takes; the timer never keeps the process alive; stop() cancels the next run and waits for one in
 // flight, which may still need what the caller is about to close (the database).
 
-/** The two pino methods the background tasks use, so any pino logger (or a test double) fits. */
+/** The pino methods the background tasks use, so any pino logger (or a test double) fits. */
 export interface TaskLogger {
+  debug(fields: object, message: string): void;
   info(fields: object, message: string): void;
   error(fields: object, message: string): void;
 }

@@ -75,7 +75,8 @@ describe('the embedded database vacuum', () => {
 
   it('runs on its timer until stopped, and logs what it did', async () => {
     const logged: { fields: object; message: string }[] = [];
-    const logger = { info: (fields: object, message: string) => logged.push({ fields, message }), error: (fields: object, message: string) => logged.push({ fields, message }) };
+    const log = (fields: object, message: string) => logged.push({ fields, message });
+    const logger = { debug: log, info: log, error: log };
     const before = await statsOf('sessions');
     const vacuum = startEmbeddedVacuum(t.db, { intervalMs: 50, logger });
     try {

@@ -74,9 +74,17 @@ async function storedCounts(spaceId: string): Promise<Record<string, number>> {
 }
 
 function captureLogger() {
+  const debugs: { fields: object; message: string }[] = [];
   const infos: object[] = [];
-  const errors: object[] = [];
-  return { infos, errors, info: (fields: object) => void infos.push(fields), error: (fields: object) => void errors.push(fields) };
+  const errors: { fields: object; message: string }[] = [];
+  return {
+    debugs,
+    infos,
+    errors,
+    debug: (fields: object, message: string) => void debugs.push({ fields, message }),
+    info: (fields: object) => void infos.push(fields),
+    error: (fields: object, message: string) => void errors.push({ fields, message }),
+  };
 }
 
 describe('sweepExpiredSessions', () => {
@@ -261,20 +269,38 @@ describe('startExpirySweeper', () => {
     expect(await sessionIdsIn(spaceId)).toHaveLength(1);
   });
 
-  it('logs a failing sweep and keeps going without throwing', async () => {
+  it('keeps going without throwing while the database is unreachable, saying so at debug without a stack (the outage is logged once elsewhere)', async () => {
     // A real driver pointed at a port where no database listens.
     const pool = new pg.Pool({ host: '127.0.0.1', port: 1, connectionTimeoutMillis: 500 });
     const unreachable = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
     const logger = captureLogger();
     const sweeper = startExpirySweeper(unreachable, { intervalMs: 10, batchSize: 10, logger });
     try {
-      await until(() => logger.errors.length >= 2, 'two failed sweeps logged');
+      await until(() => logger.debugs.length >= 2, 'two skipped sweeps logged');
     } finally {
       await sweeper.stop();
       await unreachable.destroy();
     }
-    expect(logger.errors[0]).toEqual({ err: expect.any(Error) });
+    expect(logger.debugs[0]).toEqual({ fields: { reason: expect.stringContaining('ECONNREFUSED') }, message: 'expiry sweep skipped: the database is unavailable' });
+    expect(logger.errors).toEqual([]);
     expect(logger.infos).toEqual([]);
+  });
+
+  it.runIf(inject('testBackend').kind === 'postgres')('logs any other failing sweep as an error with its stack, and keeps going (PostgreSQL: a database without the tables)', async () => {
+    // A database without the service's tables: "relation does not exist" is the sweep's fault, not an outage.
+    const backend = inject('testBackend');
+    const pool = new pg.Pool({ connectionString: backend.kind === 'postgres' ? backend.adminUrl : '', max: 1 });
+    const withoutTables = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+    const logger = captureLogger();
+    const sweeper = startExpirySweeper(withoutTables, { intervalMs: 10, batchSize: 10, logger });
+    try {
+      await until(() => logger.errors.length >= 2, 'two failed sweeps logged');
+    } finally {
+      await sweeper.stop();
+      await withoutTables.destroy();
+    }
+    expect(logger.errors[0]).toEqual({ fields: { err: expect.any(Error) }, message: 'expiry sweep failed' });
+    expect(logger.debugs).toEqual([]);
   });
 
   it('does not keep the process alive: its timer is unref\'d', async () => {

@@ -118,7 +118,7 @@ describe(`turns after pauses and dropped connections (${backend.kind})`, () => {
     expect(await turn(embedded, sessionId, 3)).toEqual([201, 200, 200]);
   });
 
-  it.runIf(backend.kind === 'postgres')('answers every turn when the server closes idle sessions sooner than the pool would (idle_session_timeout), and keeps the listener', async () => {
+  it.runIf(backend.kind === 'postgres')('answers every turn when the server closes idle sessions sooner than the pool would (idle_session_timeout, a PostgreSQL setting), and keeps the listener', async () => {
     const SERVER_IDLE_MS = 200;
     const embedded = await start(undefined, async (database) => {
       const name = new URL(database.pool.options.connectionString!).pathname.slice(1);
@@ -138,7 +138,7 @@ describe(`turns after pauses and dropped connections (${backend.kind})`, () => {
     expect(embedded.credentialCache.cache.enabled).toBe(true);
   });
 
-  it.runIf(backend.kind === 'postgres')('answers writes 503 ResourceUnavailable.Database with Retry-After while the database is read-only (a standby, a demoted primary), and /readyz 503', async () => {
+  it.runIf(backend.kind === 'postgres')('answers writes 503 ResourceUnavailable.Database with Retry-After while the database is read-only (a PostgreSQL standby, a demoted primary), and /readyz 503', async () => {
     const embedded = await start(undefined);
     const sessionId = await newSession(embedded);
     expect(await turn(embedded, sessionId, 1)).toEqual([201, 200, 200]);

@@ -132,7 +132,8 @@ describe('planner statistics', () => {
 
   it('runs on its timer until stopped, and logs what it analyzed', async () => {
     const logged: { fields: object; message: string }[] = [];
-    const logger = { info: (fields: object, message: string) => logged.push({ fields, message }), error: (fields: object, message: string) => logged.push({ fields, message }) };
+    const log = (fields: object, message: string) => logged.push({ fields, message });
+    const logger = { debug: log, info: log, error: log };
     // events, never analyzed so far in this database, past the threshold of 50 changed rows.
     const url = `/v1/spaces/${t.account.defaultSpaceId}/users/timer-user-0/sessions/timer-session-0/events`;
     await insertSessions('timer', 1);

@@ -1,5 +1,6 @@
 // Removes expired sessions (docs/design.md §4.8) in bounded batches. Expired sessions already answer 404
 // everywhere; this only reclaims their rows. Several instances may sweep the same database at once.
+import { logTaskFailure } from '../../db/errors.js';
 import type { Database } from '../../db/connect.js';
 import { type PeriodicTask, type TaskLogger, startPeriodicTask } from '../../lib/periodic-task.js';
 import {
@@ -96,7 +97,7 @@ export function startExpirySweeper(db: Database, options: ExpirySweeperOptions):
       }
     } catch (err) {
       // The next tick tries again; a failing database must not take the process down.
-      logger.error({ err }, 'expiry sweep failed');
+      logTaskFailure(logger, err, 'expiry sweep');
     }
     if (removed > 0) logger.info({ removed }, 'expired sessions removed');
   }, intervalMs);
