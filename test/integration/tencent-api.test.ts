@@ -174,6 +174,34 @@ describe('the twelve actions through the official SDK', () => {
     expect(ids(await call('DescribeEvents', { ...key, Offset: 7 }))).toEqual([]);
   });
 
+  it('takes an empty InvocationId, ErrorCode or Content.Role as absent (SDKs send unset strings as ""), keeps an empty ErrorMessage', async () => {
+    const SpaceId = await newSpace();
+    const key = { SpaceId, UserId: 'u', SessionId: 's' };
+    await call('CreateSession', key);
+    await call('AppendEvent', { ...key, Event: { EventId: '', InvocationId: '', Author: 'agent', ErrorCode: '', ErrorMessage: '', Content: { Role: '', Parts: [{ Text: 'hi' }] } } });
+    const [event] = (await call('DescribeEvents', key)).Events as Fields[];
+    expect(event).not.toHaveProperty('InvocationId');
+    expect(event).not.toHaveProperty('ErrorCode');
+    expect(event!.ErrorMessage).toBe('');
+    expect(event!.Content).toEqual({ Parts: [{ Text: 'hi' }] });
+    expect(event!.EventId).toEqual(expect.any(String));
+    // What DescribeEvents answers, sent back, is taken as it is.
+    const copy = { ...key, SessionId: 'copy' };
+    await call('CreateSession', copy);
+    await call('AppendEvent', { ...copy, Event: event });
+    expect(((await call('DescribeEvents', copy)).Events as Fields[])[0]).toEqual(event);
+  });
+
+  it('validates AfterTimestamp alike on DescribeSession and DescribeEvents', async () => {
+    const SpaceId = await newSpace();
+    const key = { SpaceId, UserId: 'u', SessionId: 's' };
+    await call('CreateSession', key);
+    for (const action of ['DescribeSession', 'DescribeEvents']) {
+      await expectRefused(() => call(action, { ...key, AfterTimestamp: '0000-01-01T00:00:00Z' }), 'InvalidParameterValue', /^AfterTimestamp: must be between 0001-01-01/);
+      await call(action, { ...key, AfterTimestamp: '2026-11-01T08:00:00+08:00' });
+    }
+  });
+
   it('filters DescribeSessions by metadata, title, title-like, UserIds and SessionIds, then pages', async () => {
     const SpaceId = await newSpace();
     const make = (UserId: string, SessionId: string, Title: string, env: string) =>

@@ -17,7 +17,7 @@ import {
 } from '../sessions/index.js';
 import { defineAction } from './tc3-action.js';
 import { Tc3Error } from './tc3-errors.js';
-import { Filter, type FilterValue, MetadataVar, jsonObjectString, metadataObject, offsetLimit, toSessionInfo } from './tc3-models.js';
+import { Filter, type FilterValue, MetadataVar, Tc3Timestamp, jsonObjectString, metadataObject, offsetLimit, toSessionInfo } from './tc3-models.js';
 import { parseServiceInput, pascalPath } from './tc3-validation.js';
 
 const SessionKeyFields = { SpaceId, UserId: Identifier, SessionId: Identifier };
@@ -72,7 +72,7 @@ export const describeSessionAction = defineAction({
     ...SessionKeyFields,
     // The response model has no events: the two event fields are checked and have no effect.
     NumRecentEvents: z.number().int('must be an integer').min(0, 'must be 0 or more').max(200, 'must be at most 200').optional(),
-    AfterTimestamp: z.string().max(64, 'must be at most 64 characters').pipe(z.iso.datetime({ offset: true })).optional(),
+    AfterTimestamp: Tc3Timestamp.optional(),
     AgentId,
   }),
   permission: { action: 'session:DescribeSessions', scope: 'space' },

@@ -138,17 +138,24 @@ export type EventInfoInputValue = z.output<typeof EventInfoInput>;
 const defined = <T extends object>(value: T): T => Object.fromEntries(Object.entries(value).filter(([, item]) => item !== undefined)) as T;
 
 /**
+ * An empty optional string the REST field refuses counts as absent: SDKs send a model's unset String
+ * fields as "" (ADK's invocation id defaults to ""), and the models set no minimum length.
+ */
+const emptyAsAbsent = (text: string | undefined): string | undefined => (text === '' ? undefined : text);
+
+/**
  * EventInfo → the REST event input (then validated by the REST schema). An empty EventId counts
- * as absent (generated), as the models say.
+ * as absent (generated), as the models say; so do an empty InvocationId, ErrorCode and
+ * Content.Role, which no event can hold (ErrorMessage may be empty, as in REST).
  */
 export function eventInputOf(info: EventInfoInputValue): Record<string, unknown> {
   return defined({
-    eventId: info.EventId === '' ? undefined : info.EventId,
-    invocationId: info.InvocationId,
+    eventId: emptyAsAbsent(info.EventId),
+    invocationId: emptyAsAbsent(info.InvocationId),
     author: info.Author,
     content: info.Content
       ? defined({
-          role: info.Content.Role,
+          role: emptyAsAbsent(info.Content.Role),
           parts: info.Content.Parts.map((part) =>
             defined({
               text: part.Text,
@@ -163,7 +170,7 @@ export function eventInputOf(info: EventInfoInputValue): Record<string, unknown>
     actions: info.Actions ? defined({ stateDelta: info.Actions.StateDelta }) : undefined,
     metadata: info.Metadata,
     extensions: info.Extensions,
-    errorCode: info.ErrorCode,
+    errorCode: emptyAsAbsent(info.ErrorCode),
     errorMessage: info.ErrorMessage,
     timestamp: info.Timestamp,
   }) satisfies Partial<Record<keyof EventInputValue, unknown>>;
