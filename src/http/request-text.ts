@@ -17,6 +17,7 @@
 //   (`.inf`, `.nan`). jsonb has no such numbers, and JSON.stringify would store them as null.
 //   JSON values are not checked by their schemas (http/schemas.ts, JsonValue), so this is what
 //   refuses them, on every body.
+import type { IncomingHttpHeaders } from 'node:http';
 import { type FastifyInstance, type FastifyRequest, errorCodes } from 'fastify';
 import { AppError, invalidParameter } from '../errors.js';
 import { findInexactIntegerLiteral } from '../lib/inexact-integer.js';
@@ -48,6 +49,29 @@ export function unsupportedCharset(contentType: string | undefined): AppError | 
   if (charset.toLowerCase() === 'utf-8') return undefined;
   return new AppError('UnsupportedMediaType', `The body's charset ${JSON.stringify(charset)} is not supported: send UTF-8 (charset=utf-8, or no charset).`, {
     details: { issues: [{ field: 'content-type', message: `charset ${JSON.stringify(charset)} is not supported; only utf-8` }] },
+  });
+}
+
+const NO_CONTENT_CODING = 'request bodies must not be encoded: send them uncompressed (Content-Encoding: identity or none)';
+
+/**
+ * A body sent with a content coding (`Content-Encoding: gzip`, `br`, `gzip, identity`…) as a 415
+ * (RFC 9110 §8.4): the service decodes none, and reading compressed bytes as JSON would answer a
+ * misleading 400, or store them as if plain when they happen to parse. Codings are
+ * case-insensitive; `identity` is no coding. A request without a body (Fastify's own test: no
+ * Transfer-Encoding, Content-Length absent or 0) has nothing encoded.
+ */
+export function unsupportedContentEncoding(headers: IncomingHttpHeaders): AppError | undefined {
+  const declared = headers['content-encoding'];
+  if (declared === undefined) return undefined;
+  if (headers['transfer-encoding'] === undefined && (headers['content-length'] === undefined || headers['content-length'] === '0')) return undefined;
+  const codings = (Array.isArray(declared) ? declared.join(',') : declared).split(',').map((coding) => coding.trim().toLowerCase());
+  const coding = codings.find((name) => name !== '' && name !== 'identity');
+  if (coding === undefined) return undefined;
+  return new AppError('UnsupportedMediaType', `The body's content coding ${JSON.stringify(coding)} is not supported: send the body uncompressed (Content-Encoding: identity, or none).`, {
+    // RFC 9110 §12.5.3: the answer names the codings taken, so a client can tell this 415 from a media type's.
+    headers: { 'accept-encoding': 'identity' },
+    details: { issues: [{ field: 'content-encoding', message: NO_CONTENT_CODING }] },
   });
 }
 
@@ -113,8 +137,17 @@ function findUnstorableBodyValue(body: unknown): AppError | undefined {
   return undefined;
 }
 
-/** A strict UTF-8 JSON body parser, and the check of body, query and path parameters before validation. */
+/**
+ * A strict UTF-8 JSON body parser, and the check of body, query and path parameters before validation.
+ * The refusal of encoded bodies is a hook of the root, so it runs before every parser, the API 3.0
+ * endpoint's and the YAML import's included, and before anything is read or written.
+ */
 export function registerRequestTextRules(app: FastifyInstance): void {
+  app.addHook('preParsing', (request, _reply, payload, done) => {
+    const encodingError = unsupportedContentEncoding(request.headers);
+    if (encodingError) done(encodingError);
+    else done(null, payload);
+  });
   // Fed only bodies that are valid UTF-8.
   const parseJson = guardedJsonBodyParser(app);
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
