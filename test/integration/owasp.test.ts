@@ -320,6 +320,14 @@ describe('API4 unrestricted resource consumption', () => {
     expect(JSON.stringify(error.details?.issues)).toContain(filter);
   });
 
+  it('counts metadata values per key, as each key is a filter of its own: two keys of 100 values each are taken', async () => {
+    const values = (key: string, count: number) => Array.from({ length: count }, (_, i) => `metadata=${key}=v${i}`);
+    const ok = await t.request({ method: 'GET', url: `${spaceSessions()}?${[...values('a', 100), ...values('b', 100)].join('&')}` });
+    expect(ok.statusCode, ok.body).toBe(200);
+    const error = await expectRefused({ method: 'GET', url: `${spaceSessions()}?${[...values('a', 100), ...values('b', 101)].join('&')}` }, 400, 'InvalidParameter');
+    expect(error.details?.issues).toEqual([{ field: 'metadata', message: 'at most 100 values per key (key "b")' }]);
+  });
+
   it('accepts 10 combined filters and refuses 11', async () => {
     const filters = (metadataKeys: number) =>
       [

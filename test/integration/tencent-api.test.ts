@@ -192,6 +192,15 @@ describe('the twelve actions through the official SDK', () => {
     expect(((await call('DescribeEvents', copy)).Events as Fields[])[0]).toEqual(event);
   });
 
+  it('takes up to 100 values in each of several Filters', async () => {
+    const SpaceId = await newSpace();
+    await call('CreateSession', { SpaceId, UserId: 'u', SessionId: 's', Metadata: [{ Name: 'env', Value: 'v50' }, { Name: 'example.com/team', Value: 'v99' }] });
+    const values = (count: number) => Array.from({ length: count }, (_, i) => `v${i}`);
+    const found = await call('DescribeSessions', { SpaceId, Filters: [{ Name: 'metadata:env', Values: values(100) }, { Name: 'metadata:example.com/team', Values: values(100) }] });
+    expect(found.TotalCount).toBe(1);
+    await expectRefused(() => call('DescribeSessions', { SpaceId, Filters: [{ Name: 'metadata:env', Values: values(101) }] }), 'InvalidParameterValue', /^Filters\[0\]\.Values: must hold at most 100 values/);
+  });
+
   it('validates AfterTimestamp alike on DescribeSession and DescribeEvents', async () => {
     const SpaceId = await newSpace();
     const key = { SpaceId, UserId: 'u', SessionId: 's' };

@@ -58,9 +58,13 @@ function buildSessionSchemas(limits: Limits) {
   const commonFilters = {
     title: z.string().optional().describe('Exact title.'),
     titleLike: z.string().min(1).optional().describe('Title contains this text (case-sensitive; % and _ are literal). Not with title.'),
-    metadata: repeatable(z.string(), filterValues)
+    // Each metadata key is a filter of its own: ≤ filterValues values per key (checked with the keys), ≤ filters keys.
+    metadata: repeatable(z.string(), filterValues * limits.filters)
       .optional()
-      .describe(`\`key=value\`, exact match; repeatable (≤${filterValues}): one key → any of its values, several keys → all of them.`),
+      .describe(
+        `\`key=value\`, exact match; repeatable: one key → any of its values (≤${filterValues} per key), several keys → all of them ` +
+          `(each key counts as one of the ≤${limits.filters} filters).`,
+      ),
     updatedAfter: TimestampInput.optional().describe('Updated strictly after this time.'),
     updatedBefore: TimestampInput.optional().describe('Updated strictly before this time.'),
     orderBy: z.enum(['updateTime', 'createTime']).default('updateTime'),

@@ -246,6 +246,7 @@ function filterFrom(limits: Limits, scope: { accountId: string; spaceId: string;
     if (split <= 0) throw invalidParameter('metadata', `"${item}" is not key=value`);
     const [key, value] = [item.slice(0, split), item.slice(split + 1)];
     metadata.set(key, [...(metadata.get(key) ?? []), value]);
+    if (metadata.get(key)!.length > limits.filterValues) throw invalidParameter('metadata', `at most ${limits.filterValues} values per key (key "${key}")`);
   }
   // Each metadata key is one more condition; the other filters count once each.
   const others = [query.userId, query.sessionId, query.title, query.titleLike, query.updatedAfter, query.updatedBefore].filter((value) => value !== undefined);

@@ -2054,7 +2054,7 @@ export interface operations {
                 title?: string;
                 /** @description Title contains this text (case-sensitive; % and _ are literal). Not with title. */
                 titleLike?: string;
-                /** @description `key=value`, exact match; repeatable (≤100): one key → any of its values, several keys → all of them. */
+                /** @description `key=value`, exact match; repeatable: one key → any of its values (≤100 per key), several keys → all of them (each key counts as one of the ≤10 filters). */
                 metadata?: string[];
                 /** @description Updated strictly after this time. */
                 updatedAfter?: string;
@@ -2401,7 +2401,7 @@ export interface operations {
                 title?: string;
                 /** @description Title contains this text (case-sensitive; % and _ are literal). Not with title. */
                 titleLike?: string;
-                /** @description `key=value`, exact match; repeatable (≤100): one key → any of its values, several keys → all of them. */
+                /** @description `key=value`, exact match; repeatable: one key → any of its values (≤100 per key), several keys → all of them (each key counts as one of the ≤10 filters). */
                 metadata?: string[];
                 /** @description Updated strictly after this time. */
                 updatedAfter?: string;
