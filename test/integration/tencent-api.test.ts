@@ -201,6 +201,25 @@ describe('the twelve actions through the official SDK', () => {
     await expectRefused(() => call('DescribeSessions', { SpaceId, Filters: [{ Name: 'metadata:env', Values: values(101) }] }), 'InvalidParameterValue', /^Filters\[0\]\.Values: must hold at most 100 values/);
   });
 
+  it('carries a replace-mode delta (null stored, as ADK writes it) through DescribeEvents and AppendEvent, so a copy means the same', async () => {
+    const SpaceId = await newSpace();
+    const key = { SpaceId, UserId: 'u', SessionId: 's' };
+    await call('CreateSession', key);
+    const url = `/v1/spaces/${SpaceId}/users/u/sessions/s/events`;
+    const rest = await t.request({ method: 'POST', url, payload: { author: 'agent', actions: { stateDelta: { s: null, n: { x: 1 } }, stateDeltaMode: 'replace' } } });
+    expect(rest.statusCode, rest.body).toBe(201);
+    await call('AppendEvent', { ...key, Event: { Author: 'agent', Actions: { StateDelta: '{"q":1}' } } });
+    const events = (await call('DescribeEvents', key)).Events as Fields[];
+    expect(events.map((event) => event.Actions)).toEqual([{ StateDelta: '{"n":{"x":1},"s":null}', StateDeltaMode: 'replace' }, { StateDelta: '{"q":1}' }]);
+    const copy = { ...key, SessionId: 'copy' };
+    await call('CreateSession', copy);
+    for (const event of events) await call('AppendEvent', { ...copy, Event: event });
+    const stateOf = async (SessionId: string) => JSON.parse(((await call('DescribeSession', { ...key, SessionId })).Session as { State: { CustomState: string } }).State.CustomState);
+    expect(await stateOf('copy')).toEqual({ s: null, n: { x: 1 }, q: 1 });
+    expect(await stateOf('copy')).toEqual(await stateOf('s'));
+    await expectRefused(() => call('AppendEvent', { ...key, Event: { Author: 'a', Actions: { StateDelta: '{}', StateDeltaMode: 'overwrite' } } }), 'InvalidParameterValue', /^Event\.Actions\.StateDeltaMode: /);
+  });
+
   it('validates AfterTimestamp alike on DescribeSession and DescribeEvents', async () => {
     const SpaceId = await newSpace();
     const key = { SpaceId, UserId: 'u', SessionId: 's' };

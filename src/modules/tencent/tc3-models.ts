@@ -10,6 +10,7 @@ import { MAX_BODY_NESTING, holdsNonFiniteNumber, jsonDepth } from '../../lib/jso
 import { findPrototypeKey, parseJson } from '../../lib/parse-json.js';
 import { findUnstorable } from '../../lib/unstorable-text.js';
 import { TimestampInput } from '../../http/schemas.js';
+import { STATE_DELTA_MODES } from '../state/index.js';
 import type { EventInputValue, EventView } from '../events/index.js';
 import type { SessionView, WrittenSessionView } from '../sessions/index.js';
 import type { SpaceView } from '../spaces/index.js';
@@ -126,7 +127,9 @@ export const EventInfoInput = z.strictObject({
   InvocationId: z.string().max(128, 'must be at most 128 characters').optional(),
   Author: z.string().max(128, 'must be at most 128 characters').optional(),
   Content: z.strictObject({ Role: z.string().max(64, 'must be at most 64 characters').optional(), Parts: z.array(PartInfo).default([]) }).optional(),
-  Actions: z.strictObject({ StateDelta: jsonObjectString(8192).optional() }).optional(),
+  // StateDeltaMode is not in the models: it carries an event appended with REST's stateDeltaMode
+  // "replace" (ADK's semantics: null is stored) through DescribeEvents and back (docs/tencent-api.md).
+  Actions: z.strictObject({ StateDelta: jsonObjectString(8192).optional(), StateDeltaMode: z.enum(STATE_DELTA_MODES).optional() }).optional(),
   Metadata: jsonObjectString().optional(),
   Extensions: jsonObjectString(8192).optional(),
   ErrorCode: z.string().max(128, 'must be at most 128 characters').optional(),
@@ -167,7 +170,7 @@ export function eventInputOf(info: EventInfoInputValue): Record<string, unknown>
           ),
         })
       : undefined,
-    actions: info.Actions ? defined({ stateDelta: info.Actions.StateDelta }) : undefined,
+    actions: info.Actions ? defined({ stateDelta: info.Actions.StateDelta, stateDeltaMode: info.Actions.StateDeltaMode }) : undefined,
     metadata: info.Metadata,
     extensions: info.Extensions,
     errorCode: emptyAsAbsent(info.ErrorCode),
@@ -195,7 +198,10 @@ export function toEventInfo(event: EventView) {
           ),
         })
       : undefined,
-    Actions: event.actions?.stateDelta !== undefined ? { StateDelta: JSON.stringify(event.actions.stateDelta) } : undefined,
+    Actions:
+      event.actions?.stateDelta !== undefined
+        ? { StateDelta: JSON.stringify(event.actions.stateDelta), ...(event.actions.stateDeltaMode === 'replace' ? { StateDeltaMode: 'replace' as const } : {}) }
+        : undefined,
     Metadata: event.metadata ? JSON.stringify(event.metadata) : undefined,
     Extensions: event.extensions ? JSON.stringify(event.extensions) : undefined,
     ErrorCode: event.errorCode,
