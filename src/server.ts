@@ -15,6 +15,7 @@ import { type DataDirLock, lockDataDir } from './lib/data-dir-lock.js';
 import { createLogger } from './lib/logger.js';
 import { nodeVersionWarning, requiredNodeRange } from './lib/node-version.js';
 import { connectRateLimitRedis, rateLimitRedisReady } from './http/rate-limit.js';
+import { drainConnectionsOnClose } from './http/shutdown-drain.js';
 import { ensureEmbeddedAccount, startCredentialCache } from './modules/accounts/index.js';
 import { type ExpirySweeper, startExpirySweeper } from './modules/sessions/index.js';
 import { resolvePageTokenKey } from './page-token-key.js';
@@ -85,14 +86,16 @@ async function main(): Promise<void> {
     rateLimitRedis,
     eventStreamPollMs: config.eventStreamPollMs,
   });
+  // Node's close() would destroy idle keep-alive connections at once, cutting off a request already
+  // sent on one: they get a grace period instead.
+  drainConnectionsOnClose(app.server);
   closeWithGrace({ delay: 10_000, logger }, async ({ signal, err }) => {
     if (err) logger.error({ err }, 'shutting down after an error');
     else logger.info({ signal }, 'shutting down');
-    // Stops accepting and lets in-flight requests finish. A keep-alive connection whose request
-    // finishes during the drain would otherwise stay open until the client or the keep-alive
-    // timeout closes it, holding close() (and the exit) that long: close each one once it is idle.
-    const closeIdle = setInterval(() => app.server.closeIdleConnections(), 50);
-    await app.close().finally(() => clearInterval(closeIdle)); // closes the credential cache's listener too
+    // Stops accepting and lets in-flight requests finish; a request that arrives on an open keep-alive
+    // connection is answered 503 ShuttingDown, and each connection closes once it has been idle for
+    // a moment (http/shutdown-drain.ts), so no client waits for its keep-alive timeout.
+    await app.close(); // closes the credential cache's listener too
     await sweeper?.stop(); // waits for a sweep in flight, which needs the database
     await embeddedVacuum?.stop(); // likewise
     await statisticsKeeper?.stop();
