@@ -351,8 +351,7 @@ describe('POST …/sessions/import: refusals write nothing', () => {
     ['a seq gap', (doc) => ({ ...doc, events: doc.events.map((event, index) => (index === 1 ? { ...event, seq: 3 } : event)) }), 'events[1].seq'],
     ['a duplicate eventId', (doc) => ({ ...doc, events: doc.events.map((event, index) => (index === 2 ? { ...event, eventId: 'e-1' } : event)) }), 'events[2].eventId'],
     ['an eventCount that is not the number of events', (doc) => ({ ...doc, session: { ...doc.session, eventCount: 4 } }), 'session.eventCount'],
-    ['a bad metadata key', (doc) => ({ ...doc, session: { ...doc.session, metadata: { 'bad key!': 'x' } } }), 'session.metadata.bad key!'],
-    ['a state over the limit', (doc) => ({ ...doc, session: { ...doc.session, state: { big: 'x'.repeat(5000) } } }), 'session.state'],
+    ['a bad metadata key', (doc) => ({ ...doc, session: { ...doc.session, metadata: { 'bad key!': 'x' } } }), 'session.metadata.bad key!', 'InvalidParameter.Metadata'],
     ['a user-scoped key without its prefix', (doc) => ({ ...doc, session: { ...doc.session, scopedState: { user: { lang: 'fr' }, app: {} } } }), 'session.scopedState.user.lang'],
     ['a window past the last event', (doc) => ({ ...doc, session: { ...doc.session, windowStartSeq: 9 } }), 'session.windowStartSeq'],
     ['an unknown field', (doc) => ({ ...doc, session: { ...doc.session, extra: 1 } }), 'session'],
@@ -367,6 +366,28 @@ describe('POST …/sessions/import: refusals write nothing', () => {
     const target = await insertSpace(t.db, t.account.accountId);
     const before = await spaceContents(target);
     await expectError(await t.request({ method: 'POST', url: importUrl(target), payload: mutate(doc) as object }), 400, code, field);
+    expect(await spaceContents(target)).toEqual(before);
+  });
+
+  it('answers 413 LimitExceeded.State naming the scope for a state over the limit, in the document or once merged, as appends do', async () => {
+    const source = await richSession();
+    const { doc } = await exportJson(source.spaceId, source.sessionId);
+    const target = await insertSpace(t.db, t.account.accountId);
+    const big = 'x'.repeat(5000);
+    const cases: [unknown, string][] = [
+      [{ ...doc, session: { ...doc.session, state: { big } } }, 'session'],
+      [{ ...doc, session: { ...doc.session, scopedState: { user: { 'user:big': big }, app: {} } } }, 'user'],
+      [{ ...doc, session: { ...doc.session, scopedState: { user: {}, app: { 'app:big': big } } } }, 'app'],
+    ];
+    // Under the limit in the document, over it once merged into the user's stored state.
+    await t.db.insertInto('space_users').values({ account_id: t.account.accountId, space_id: target, user_id: USER, state: JSON.stringify({ 'user:kept': 'y'.repeat(3000) }) }).execute();
+    cases.push([{ ...doc, session: { ...doc.session, scopedState: { user: { 'user:more': 'z'.repeat(3000) }, app: {} } } }, 'user']);
+    const before = await spaceContents(target);
+    for (const [body, scope] of cases) {
+      const res = await t.request({ method: 'POST', url: importUrl(target), payload: body as object });
+      await expectError(res, 413, 'LimitExceeded.State');
+      expect(JSON.parse(res.body).error.details, scope).toMatchObject({ scope, limit: 4096 });
+    }
     expect(await spaceContents(target)).toEqual(before);
   });
 

@@ -22,7 +22,7 @@ export {
   lockSession,
 } from './session-rows.service.js';
 export { sessionSchemas } from './sessions.schemas.js';
-export { MEMO_MAX_BYTES, createSession, deleteSession, describeSession, listSessions, modifySession, readSessionView } from './sessions.service.js';
+export { MEMO_MAX_BYTES, assertValidMetadata, createSession, deleteSession, describeSession, listSessions, modifySession, readSessionView } from './sessions.service.js';
 // For the wiring (src/routes.ts, src/server.ts).
 export { type ExpirySweeper, startExpirySweeper } from './expiry-sweeper.js';
 export { sessionsRoutes } from './sessions.routes.js';

@@ -288,9 +288,10 @@ function withoutRemovals(metadata: Record<string, string | null>): Metadata {
   return Object.fromEntries(entries) as Metadata;
 }
 
-function assertValidMetadata(next: Metadata, previous: Metadata): void {
+/** 400 InvalidParameter.Metadata naming each field (under `field`, `metadata` or `session.metadata`) when the rules refuse the change. */
+export function assertValidMetadata(next: Metadata, previous: Metadata, field = 'metadata'): void {
   const issues = metadataIssues(next, previous).map((issue) => ({
-    field: issue.key === undefined ? 'metadata' : `metadata.${issue.key}`,
+    field: issue.key === undefined ? field : `${field}.${issue.key}`,
     message: issue.message,
   }));
   if (issues.length === 0) return;

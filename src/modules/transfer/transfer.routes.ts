@@ -96,7 +96,8 @@ export async function transferRoutes(app: ZodApp, { db, limits, expensiveSlots }
             'bodies: the document holds each value two levels deeper than the request that wrote it). An event\'s size is measured without ' +
             'seq, createTime, eventId and timestamp, as an append measures what it is sent. A YAML body must say only what JSON can (no ' +
             '!!binary, !!set or !!timestamp, no collection as a key, no tag the YAML 1.2 core schema does not resolve). The whole document is checked before anything is written; ' +
-            'a bad one answers 400 naming the field (e.g. `events[3].seq`). The session keeps its ids, seq, timestamps, revision, memo and ' +
+            'a bad one answers 400 naming the field (e.g. `events[3].seq`; metadata the rules refuse: InvalidParameter.Metadata), and a state ' +
+            'over the limit, in the document or once its scoped state is merged, 413 LimitExceeded.State naming the scope (details.scope). The session keeps its ids, seq, timestamps, revision, memo and ' +
             'window; session.spaceId is ignored (it goes into the space of the path). An existing session with the same userId and ' +
             'sessionId answers 409 (an expired one is replaced). scopedState.user and scopedState.app are merged into the user\'s and the ' +
             'space\'s state: the document\'s top-level keys replace stored ones, other stored keys stay. A later append that resends an ' +
@@ -106,6 +107,7 @@ export async function transferRoutes(app: ZodApp, { db, limits, expensiveSlots }
           response: {
             201: ImportResponse,
             ...errorResponses(
+              'InvalidParameter.Metadata',
               'ResourceNotFound.SessionSpace',
               'ResourceInUse.SessionExists',
               'LimitExceeded.State',

@@ -4,9 +4,9 @@
 import { z } from 'zod';
 import type { Limits } from '../../config.js';
 import { Identifier, JsonObject, JsonValue, SpaceId, Timestamp, TimestampInput } from '../../http/schemas.js';
-import { jsonBytes, jsonDepth, stateBytes } from '../../lib/json-measure.js';
+import { jsonBytes, jsonDepth } from '../../lib/json-measure.js';
 import { Event, EventInput } from '../events/index.js';
-import { metadataIssues, WrittenSession, MEMO_MAX_BYTES } from '../sessions/index.js';
+import { WrittenSession, MEMO_MAX_BYTES } from '../sessions/index.js';
 import { APP_PREFIX, USER_PREFIX } from '../state/index.js';
 
 export const EXPORT_FORMAT = 'agent-session/v1';
@@ -70,19 +70,14 @@ const ImportedEvent = EventInput.extend({
 
 export type ImportedEventValue = z.infer<typeof ImportedEvent>;
 
-const stateRule = (limit: number) => (value: Record<string, unknown>) => stateBytes(value) <= limit;
-
 export function importSchemas(limits: Limits) {
-  const stateMessage = `must be at most ${limits.stateBytes} bytes serialized`;
   const ImportedSession = z.strictObject({
     spaceId: SpaceId.optional().describe('Ignored: the session goes into the space of the path.'),
     ...sessionFields,
     title: z.string().max(limits.titleChars),
-    state: sessionFields.state.refine(stateRule(limits.stateBytes), stateMessage),
-    scopedState: z.strictObject({
-      user: JsonObject.refine(stateRule(limits.stateBytes), stateMessage),
-      app: JsonObject.refine(stateRule(limits.stateBytes), stateMessage),
-    }),
+    // The states' sizes and the metadata rules are checked by the service, with the codes the other
+    // writes answer (413 LimitExceeded.State naming the scope, 400 InvalidParameter.Metadata).
+    scopedState: z.strictObject({ user: JsonObject, app: JsonObject }),
     memo: sessionFields.memo.refine((memo) => jsonBytes(memo) <= MEMO_MAX_BYTES, `must be at most ${MEMO_MAX_BYTES} bytes serialized`),
     createTime: TimestampInput,
     updateTime: TimestampInput,
@@ -98,9 +93,6 @@ export function importSchemas(limits: Limits) {
     .superRefine((doc, ctx) => {
       const issue = (path: (string | number)[], message: string) => ctx.addIssue({ code: 'custom', path, message });
       const { session, events } = doc;
-      for (const found of metadataIssues(session.metadata, {})) {
-        issue(found.key === undefined ? ['session', 'metadata'] : ['session', 'metadata', found.key], found.message);
-      }
       for (const [scope, prefix] of [['user', USER_PREFIX], ['app', APP_PREFIX]] as const) {
         for (const stateKey of Object.keys(session.scopedState[scope])) {
           if (!stateKey.startsWith(prefix)) issue(['session', 'scopedState', scope, stateKey], `keys of the ${scope} scope must start with "${prefix}"`);

@@ -17,6 +17,7 @@ import { stateBytes } from '../../lib/json-measure.js';
 import { type EventView, toEventView } from '../events/index.js';
 import {
   type SessionView,
+  assertValidMetadata,
   toSessionView,
   sessionNotFound,
   deleteSessionRow,
@@ -25,7 +26,7 @@ import {
   insertSessionIfAbsent,
   lockSession,
 } from '../sessions/index.js';
-import { APP_PREFIX, USER_PREFIX } from '../state/index.js';
+import { APP_PREFIX, USER_PREFIX, assertStateWithinLimit } from '../state/index.js';
 import { type ExportedSessionValue, type ImportBodyValue, type ImportedEventValue, EXPORT_FORMAT } from './transfer.schemas.js';
 import type { SessionKey } from '../../db/keys.js';
 import {
@@ -92,6 +93,10 @@ export async function openExport(db: Database, key: SessionKey): Promise<Session
  */
 export async function importSession(db: Database, limits: Limits, target: { accountId: string; spaceId: string }, doc: ImportBodyValue): Promise<SessionView> {
   const { session } = doc;
+  assertValidMetadata(session.metadata, {}, 'session.metadata');
+  assertStateWithinLimit(limits, 'session', session.state);
+  assertStateWithinLimit(limits, 'user', session.scopedState.user);
+  assertStateWithinLimit(limits, 'app', session.scopedState.app);
   const key: SessionKey = { ...target, userId: session.userId, sessionId: session.sessionId };
   const eventRows = doc.events.map((event) => toEventRow(key, event));
 
@@ -179,7 +184,7 @@ function assertStateSize(limits: Limits, state: JsonObject, owner: 'user' | 'spa
   const bytes = stateBytes(state);
   if (bytes <= limits.stateBytes) return;
   throw new AppError('LimitExceeded.State', `Merging the document's scoped state would make the ${owner} state ${bytes} bytes; the limit is ${limits.stateBytes}. Nothing was imported.`, {
-    details: { stateBytes: bytes, limit: limits.stateBytes },
+    details: { scope: owner === 'space' ? 'app' : 'user', stateBytes: bytes, limit: limits.stateBytes },
   });
 }
 
