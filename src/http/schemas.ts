@@ -29,7 +29,8 @@ const LATEST_INSTANT = Date.parse('9999-12-31T23:59:59.999Z');
 
 /** A timestamp accepted from clients: any RFC 3339 offset, parsed to a Date. */
 export const TimestampInput = z.iso
-  .datetime({ offset: true })
+  // abort: a text that is no timestamp is not also said to be out of range.
+  .datetime({ offset: true, abort: true })
   .refine((value) => {
     const instant = Date.parse(value);
     return instant >= EARLIEST_INSTANT && instant <= LATEST_INSTANT;

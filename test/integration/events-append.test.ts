@@ -406,6 +406,19 @@ describe.each(APPEND_MODES)('$name', (mode) => {
       expect((await append(sessionId, { author: 'a', actions: { stateDelta: { base: null, more: 'x' } } })).statusCode).toBe(201);
     });
 
+    it('answers a timestamp that is no RFC 3339 instant with one issue, not also "out of range", and stores nothing', async () => {
+      const sessionId = await newSession();
+      for (const timestamp of ['2026-12-31T23:59:60Z', '+010000-01-01T00:00:00Z', 'yesterday']) {
+        const res = await append(sessionId, { author: 'a', timestamp });
+        expect(res.statusCode, timestamp).toBe(400);
+        expect(res.json().error.details.issues, timestamp).toEqual([{ field: 'timestamp', message: 'Invalid ISO datetime' }]);
+      }
+      const res = await append(sessionId, { author: 'a', timestamp: '0000-12-31T23:59:59Z' });
+      expect(res.json().error.details.issues).toEqual([{ field: 'timestamp', message: 'must be between 0001-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z' }]);
+      const session = await t.db.selectFrom('sessions').select('event_count').where('session_id', '=', sessionId).executeTakeFirstOrThrow();
+      expect(session.event_count).toBe(0);
+    });
+
     it('answers a body nested thousands of levels deep with a 400, not a crash', async () => {
       const sessionId = await newSession();
       // Written by hand: JSON.stringify itself cannot go this deep.

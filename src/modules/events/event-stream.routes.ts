@@ -10,7 +10,7 @@ import { getSessionEvent } from './events.service.js';
 /** The action a stream is authorized for, when it opens and at every heartbeat. */
 export const EVENT_STREAM_ACTION = 'session:DescribeEvents' satisfies Action;
 
-const SeqCursor = z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
+const SeqCursor = z.coerce.number().int().min(0); // int() bounds it to safe integers
 
 export const EventStreamQuery = z.strictObject({
   afterSeq: SeqCursor.optional().describe('Start after this seq (default 0: the whole history first). Last-Event-ID, when sent, takes precedence.'),

@@ -65,7 +65,7 @@ export const AppendEventsResponse = z.object({
   session: WrittenSession,
 });
 
-const SeqBound = z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
+const SeqBound = z.coerce.number().int().min(0); // int() bounds it to safe integers, with its own message
 
 export const ListEventsQuery = z.strictObject({
   afterSeq: SeqBound.optional().describe('Only events with seq greater than this.'),

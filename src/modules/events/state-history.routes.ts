@@ -8,7 +8,7 @@ import { createSingleFlight } from '../../lib/single-flight.js';
 import { getStateAtEvent } from './state-history.service.js';
 
 const StateAtPath = SessionPath.extend({
-  seq: z.coerce.number().int().min(1).max(Number.MAX_SAFE_INTEGER).describe('The seq of the event.'),
+  seq: z.coerce.number().int().min(1).describe('The seq of the event.'),
 });
 
 const StateChange = z
