@@ -3,6 +3,7 @@ import { PassThrough } from 'node:stream';
 import { z } from 'zod';
 import { SessionPath, errorResponses } from '../../http/schemas.js';
 import type { AppDeps, ZodApp } from '../../http/zod-app.js';
+import { acceptedMediaRanges } from '../../lib/media-ranges.js';
 import type { Action } from '../../lib/policy.js';
 import { STREAM_LIFETIME_EXCEEDED, type StreamSink } from './event-stream.service.js';
 import { getSessionEvent } from './events.service.js';
@@ -35,17 +36,12 @@ const EventStreamText = z
 // application/*) with q > 0, and no range that takes text/event-stream (itself, text/*, or the
 // any-type range) with q > 0. No header, EventSource's text/event-stream and curl's any-type
 // range all want the stream.
-export function acceptsJsonNotEventStream(accept: string | undefined): boolean {
-  if (!accept) return false;
-  let json = false;
-  for (const item of accept.split(',')) {
-    const [range = '', ...params] = item.split(';').map((part) => part.trim().toLowerCase());
-    const qParam = params.find((param) => param.startsWith('q='));
-    if (qParam && !(Number(qParam.slice(2)) > 0)) continue;
-    if (range === 'text/event-stream' || range === 'text/*' || range === '*/*') return false;
-    if (range === 'application/json' || range === 'application/*') json = true;
-  }
-  return json;
+const EVENT_STREAM_RANGES = new Set(['text/event-stream', 'text/*', '*/*']);
+const JSON_RANGES = new Set(['application/json', 'application/*']);
+
+function acceptsJsonNotEventStream(accept: string | undefined): boolean {
+  const ranges = acceptedMediaRanges(accept);
+  return ranges.some(({ range }) => JSON_RANGES.has(range)) && !ranges.some(({ range }) => EVENT_STREAM_RANGES.has(range));
 }
 
 export async function eventStreamRoutes(app: ZodApp, { db, eventStreams }: AppDeps): Promise<void> {

@@ -1,6 +1,7 @@
 // Writing an export document as JSON or YAML text, piece by piece, and reading a YAML document
 // safely. Pure apart from consuming the given event chunks: no database, no HTTP.
 import { Lexer, Parser, parseDocument, stringify } from 'yaml';
+import { acceptedMediaRanges } from '../../lib/media-ranges.js';
 import { findPrototypeKey } from '../../lib/parse-json.js';
 import type { EventView } from '../events/index.js';
 import type { SessionExport } from './transfer.service.js';
@@ -21,14 +22,9 @@ const YAML_WRITE = { aliasDuplicateObjects: false, lineWidth: 0 } as const;
 export function chooseExportFormat(queryFormat: ExportFormat | undefined, accept: string | undefined): ExportFormat {
   if (queryFormat) return queryFormat;
   let best: { format: ExportFormat; q: number } | undefined;
-  for (const item of (accept ?? '').split(',')) {
-    const [type = '', ...params] = item.split(';').map((part) => part.trim().toLowerCase());
-    const format: ExportFormat | undefined = type === 'application/json' ? 'json' : (YAML_MEDIA_TYPES as readonly string[]).includes(type) ? 'yaml' : undefined;
-    if (!format) continue;
-    const qParam = params.find((param) => param.startsWith('q='));
-    const q = qParam ? Number(qParam.slice(2)) : 1;
-    if (!Number.isFinite(q) || q <= 0) continue;
-    if (!best || q > best.q) best = { format, q };
+  for (const { range, q } of acceptedMediaRanges(accept)) {
+    const format: ExportFormat | undefined = range === 'application/json' ? 'json' : (YAML_MEDIA_TYPES as readonly string[]).includes(range) ? 'yaml' : undefined;
+    if (format && (!best || q > best.q)) best = { format, q };
   }
   return best?.format ?? 'json';
 }
