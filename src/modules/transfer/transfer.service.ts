@@ -13,7 +13,6 @@ import type { Database } from '../../db/connect.js';
 import type { EventsTable, JsonObject } from '../../db/schema.js';
 import { AppError } from '../../errors.js';
 import { canonicalJson, sha256 } from '../../lib/canonical-json.js';
-import { stateBytes } from '../../lib/json-measure.js';
 import { type EventView, toEventView } from '../events/index.js';
 import {
   type SessionView,
@@ -136,11 +135,11 @@ export async function importSession(db: Database, limits: Limits, target: { acco
     await insertEventRows(trx, eventRows);
 
     const userState = await mergeUserState(trx, key, session.scopedState.user, addedSessions);
-    assertStateSize(limits, userState, 'user');
+    assertStateWithinLimit(limits, 'user', userState);
     let appState = space.state;
     if (Object.keys(session.scopedState.app).length > 0) {
       appState = await mergeSpaceState(trx, target.accountId, target.spaceId, session.scopedState.app);
-      assertStateSize(limits, appState, 'space');
+      assertStateWithinLimit(limits, 'app', appState);
     }
     return toSessionView(inserted, { user: userState, app: appState });
   });
@@ -179,15 +178,6 @@ function toEventRow(key: SessionKey, event: ImportedEventValue): Insertable<Even
     payload_hash: importedPayloadHash(event),
   };
 }
-
-function assertStateSize(limits: Limits, state: JsonObject, owner: 'user' | 'space'): void {
-  const bytes = stateBytes(state);
-  if (bytes <= limits.stateBytes) return;
-  throw new AppError('LimitExceeded.State', `Merging the document's scoped state would make the ${owner} state ${bytes} bytes; the limit is ${limits.stateBytes}. Nothing was imported.`, {
-    details: { scope: owner === 'space' ? 'app' : 'user', stateBytes: bytes, limit: limits.stateBytes },
-  });
-}
-
 
 function sessionExists(key: SessionKey): AppError {
   return new AppError('ResourceInUse.SessionExists', `Session ${key.sessionId} of user ${key.userId} already exists in space ${key.spaceId}. Nothing was imported.`);
