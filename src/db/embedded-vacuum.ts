@@ -10,10 +10,10 @@
 // table past the thresholds of the autovacuum settings, one table at a time. There is one
 // connection, so a table's VACUUM holds the requests that arrive meanwhile; a table is vacuumed only
 // when enough of it changed, which keeps each run in proportion to the writes since the last.
-import { logTaskFailure } from './errors.js';
 import { sql } from 'kysely';
 import { type PeriodicTask, type TaskLogger, startPeriodicTask } from '../lib/periodic-task.js';
 import { PAST_ANALYZE_THRESHOLD } from './autovacuum-rules.js';
+import { logTaskFailure } from './errors.js';
 import type { Database } from './connect.js';
 
 /** A table of the current schema that autovacuum's rules say is due. */

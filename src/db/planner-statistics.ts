@@ -16,10 +16,10 @@
 // 300 × default_statistics_target rows however large the table is, and takes no lock that DML
 // waits for. PGlite's `autovacuum` reads on and never runs: there this covers the first minute, and
 // the embedded vacuum (embedded-vacuum.ts), every minute, the rest.
-import { logTaskFailure } from './errors.js';
 import { sql } from 'kysely';
 import { type PeriodicTask, type TaskLogger, startPeriodicTask } from '../lib/periodic-task.js';
 import { PAST_ANALYZE_THRESHOLD } from './autovacuum-rules.js';
+import { logTaskFailure } from './errors.js';
 import type { Database } from './connect.js';
 import { SQLSTATE } from './sqlstate.js';
 

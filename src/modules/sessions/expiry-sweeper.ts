@@ -1,7 +1,7 @@
 // Removes expired sessions (docs/design.md §4.8) in bounded batches. Expired sessions already answer 404
 // everywhere; this only reclaims their rows. Several instances may sweep the same database at once.
-import { logTaskFailure } from '../../db/errors.js';
 import type { Database } from '../../db/connect.js';
+import { logTaskFailure } from '../../db/errors.js';
 import { type PeriodicTask, type TaskLogger, startPeriodicTask } from '../../lib/periodic-task.js';
 import {
   type Candidate,
