@@ -40,7 +40,7 @@ const SHAREABLE_ACTIONS: ReadonlySet<string> = new Set([
   'CreateSession',
 ]);
 
-export const mayShareSignature = (action: string): boolean => SHAREABLE_ACTIONS.has(action);
+const mayShareSignature = (action: string): boolean => SHAREABLE_ACTIONS.has(action);
 
 // 100,000 entries (a signature takes one, two when shared) of about 70 characters take about 20 MB.
 // An instance that accepts more signed requests than that within one window (about 170 a second,

@@ -5,7 +5,8 @@
 // duration of the check and never logged or cached.
 //
 // Round trips: as for bearer tokens (http/auth.ts): none for a credential in the cache, one on a
-// miss, plus the once-a-minute last-use write; and, with REDIS_URL, one SET NX for the signature.
+// miss, plus the once-a-minute last-use write; and, with REDIS_URL, one script call (EVAL) for the
+// signature.
 //
 // A signature is accepted once (reads and CreateSession may share one, each action once:
 // http/used-signatures.ts). The SDKs sign only `content-type;host`, so neither the action nor
