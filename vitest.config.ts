@@ -7,6 +7,7 @@ const CITUS_INTEGRATION_SUITES = [
   'sessions-create',
   'sessions-modify',
   'sessions-list',
+  'sessions-list-bytes',
   'events-append',
   'events-concurrency',
   'state-at-event',

@@ -77,6 +77,10 @@ const environmentSchema = z.object({
   MAX_TITLE_CHARS: int(1, 256),
   MAX_FILTER_VALUES: int(1, 100),
   MAX_FILTERS: int(1, 10),
+  // What one session list page may carry of states (each session's, its user's and its space's),
+  // metadata and memo: a page ends before the session that would pass it (the first always comes),
+  // with a nextPageToken. Bounds a list's memory whatever pageSize asks (sessions.repository.ts).
+  MAX_LIST_PAGE_BYTES: int(64 * KiB, 4 * MiB),
   // Session lists that may query at once per instance (the others wait their turn): by default two
   // pool connections fewer than DB_POOL_MAX, so that lists never hold every connection appends need.
   LIST_CONCURRENCY: z.coerce.number().int().min(1).optional(),
@@ -141,6 +145,8 @@ export interface Limits {
   titleChars: number;
   filterValues: number;
   filters: number;
+  /** Bytes of states, metadata and memo one session list page may carry (the first session always comes). */
+  listPageBytes: number;
   /**
    * Expensive requests querying at once per instance (bench/list-contention.ts): session lists,
    * state at event N, export and import, appends with a large delta.
@@ -227,6 +233,7 @@ function limitsFrom(env: z.infer<typeof environmentSchema>): Limits {
     titleChars: env.MAX_TITLE_CHARS,
     filterValues: env.MAX_FILTER_VALUES,
     filters: env.MAX_FILTERS,
+    listPageBytes: env.MAX_LIST_PAGE_BYTES,
     listConcurrency,
     expensivePerAccount: Math.min(listConcurrency, env.EXPENSIVE_PER_ACCOUNT ?? Math.ceil(listConcurrency / 2)),
     expensiveTimeShare: { perSecond: env.EXPENSIVE_SECONDS_PER_SECOND, burstSeconds: env.EXPENSIVE_BURST_SECONDS, maxChargeSeconds: env.EXPENSIVE_MAX_CHARGE_SECONDS },

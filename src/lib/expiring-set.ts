@@ -13,6 +13,8 @@ export interface ExpiringSet {
    * cannot both get true for one key.
    */
   addIfAbsent(key: string, expiresAtMs: number, nowMs: number): boolean;
+  /** Whether `key` is held and unexpired at `nowMs`. */
+  has(key: string, nowMs: number): boolean;
   /** Entries held now, expired ones not yet swept included. */
   readonly size: number;
 }
@@ -38,6 +40,10 @@ export function createExpiringSet(capacity: number, sweepEveryMs = 10_000): Expi
       if (expiries.size >= capacity) expiries.delete(expiries.keys().next().value!);
       expiries.set(key, expiresAtMs);
       return true;
+    },
+    has(key, nowMs) {
+      const held = expiries.get(key);
+      return held !== undefined && held > nowMs;
     },
     get size() {
       return expiries.size;

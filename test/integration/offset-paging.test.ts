@@ -2,6 +2,7 @@
 // are skipped in the database on their keys alone, never read whole or brought into the process
 // (reading them here is what lets one request's memory grow with the history), and an Offset past
 // MAX_OFFSET is refused.
+import { DEFAULT_LIMITS } from '../../src/config.js';
 import { type CompiledQuery, type Kysely, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DB, EventRow } from '../../src/db/schema.js';
@@ -189,7 +190,7 @@ describe('the seek is done in SQL, on keys alone', () => {
 
   it('DescribeSessions: the scan under LIMIT … OFFSET outputs only the keys and the order column', async () => {
     const { rows, statement } = await recorded((db) =>
-      listSessionRows(db, { filter: { accountId: t.account.accountId, spaceId }, orderBy: 'update_time', direction: 'desc', scope: 'space', limit: 21, offset: 200 }),
+      listSessionRows(db, { filter: { accountId: t.account.accountId, spaceId }, orderBy: 'update_time', direction: 'desc', scope: 'space', limit: 21, offset: 200, maxBytes: DEFAULT_LIMITS.listPageBytes }).then((page) => page.rows),
     );
     expect(rows).toHaveLength(21);
     expect(statement.sql).toMatch(/\blimit \$\d+ offset \$\d+/);

@@ -6,6 +6,7 @@
 // expression, and a partial one only a query that states its predicate; if the repository and the
 // indexes drift apart the list still answers correctly, only by scanning the space, so this checks
 // the plan of the query the repository really issues.
+import { DEFAULT_LIMITS } from '../../src/config.js';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type SessionFilter, listSessionRows } from '../../src/modules/sessions/sessions.repository.js';
@@ -47,7 +48,8 @@ async function listRecorded(spaceId: string, filter: Pick<SessionFilter, 'metada
       direction: 'desc',
       scope: 'space',
       limit: 21,
-    }),
+      maxBytes: DEFAULT_LIMITS.listPageBytes,
+    }).then((page) => page.rows),
   );
   return { rows, statement };
 }

@@ -5,6 +5,7 @@
 // (a space is deleted only once it holds no session). An append must not write it at all: that is
 // what the table is for. And the
 // lists by create time walk it, testing their filters on it; the lists by update time never touch it.
+import { DEFAULT_LIMITS } from '../../src/config.js';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sweepExpiredSessions } from '../../src/modules/sessions/expiry-sweeper.js';
@@ -113,7 +114,8 @@ describe('session_catalog', () => {
           scope: request.scope,
           direction: 'asc',
           limit: 10,
-        }),
+          maxBytes: DEFAULT_LIMITS.listPageBytes,
+        }).then((page) => page.rows),
       );
     const indexesOf = async (statement: Awaited<ReturnType<typeof list>>['statement']) =>
       planNodes(await planOf(t.database.pool, statement)).flatMap((node) => (node['Index Name'] ? [node['Index Name']] : []));

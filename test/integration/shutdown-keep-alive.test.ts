@@ -5,6 +5,7 @@
 // connection once the service stops listening) is fine: nothing was sent. The appends answered 201
 // are stored, the ones answered 503 are not.
 import { Agent, request } from 'node:http';
+import { connect } from 'node:net';
 import { cp, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,6 +18,8 @@ import { type ClonedDatabase, cloneMigratedDatabase } from '../support/test-data
 const backend = inject('testBackend');
 
 const CLIENTS = 32;
+/** Clients that hold an idle keep-alive connection when the drain begins, then call on it. */
+const IDLE_CLIENTS = 4;
 const TRAFFIC_BEFORE_SIGNAL_MS = 1_500;
 
 type Outcome =
@@ -28,6 +31,22 @@ interface Sent {
   sessionId: string;
   eventId: string;
   outcome: Outcome;
+}
+
+/** Resolves once `port` refuses a new connection: the server stopped listening, so its drain began. */
+async function untilListeningStops(port: number): Promise<void> {
+  for (;;) {
+    const refused = await new Promise<boolean>((resolve) => {
+      const socket = connect(port, '127.0.0.1');
+      socket.once('connect', () => {
+        socket.destroy();
+        resolve(false);
+      });
+      socket.once('error', () => resolve(true));
+    });
+    if (refused) return;
+    await sleep(5);
+  }
 }
 
 /**
@@ -119,11 +138,40 @@ describe('SIGTERM under keep-alive traffic', () => {
         agent.destroy();
       }
     };
+    // Which of the busy clients are between two calls when the drain begins is chance (on one PGlite
+    // connection they may all be waiting for an answer): these clients certainly are. Each appends
+    // once, keeps its connection idle until the service stops listening (the drain has begun), then
+    // calls on it, within the drain's grace period: the answer must be 503 ShuttingDown, not a reset.
+    const idleClient = async (n: number) => {
+      const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+      const sessionId = `idle${n}`;
+      try {
+        expect(await post(agent, sessions, headers, { sessionId })).toMatchObject({ kind: 'answered', status: 201 });
+        const first = await post(agent, `${sessions}/${sessionId}/events`, headers, { eventId: 'e0', author: 'agent' });
+        sent.push({ sessionId, eventId: 'e0', outcome: first });
+        idleReady += 1;
+        await stopped;
+        const outcome = await post(agent, `${sessions}/${sessionId}/events`, headers, { eventId: 'e1', author: 'agent' });
+        sent.push({ sessionId, eventId: 'e1', outcome });
+        return outcome;
+      } finally {
+        agent.destroy();
+      }
+    };
+    let idleReady = 0;
+    let signalled!: () => void;
+    const stopped = new Promise<void>((resolve) => (signalled = resolve)).then(() => untilListeningStops(Number(new URL(service!.baseUrl).port)));
     const clients = Array.from({ length: CLIENTS }, (_, n) => client(n));
-    await sleep(TRAFFIC_BEFORE_SIGNAL_MS);
+    const idleClients = Array.from({ length: IDLE_CLIENTS }, (_, n) => idleClient(n));
+    // The signal waits for traffic, not only time: on a loaded machine the first calls are slow.
+    const trafficFrom = Date.now();
+    const answered201 = () => sent.filter(({ outcome }) => outcome.kind === 'answered' && outcome.status === 201).length;
+    while (Date.now() - trafficFrom < TRAFFIC_BEFORE_SIGNAL_MS || answered201() < 2 * CLIENTS || idleReady < IDLE_CLIENTS) await sleep(20);
     service.child.kill('SIGTERM');
     signalledAt = Date.now();
+    signalled();
     await Promise.all(clients);
+    const idleOutcomes = await Promise.all(idleClients);
     const exit = await service.exited;
     const exitedAfterSignalMs = Date.now() - signalledAt;
 
@@ -141,10 +189,12 @@ describe('SIGTERM under keep-alive traffic', () => {
       if (answer.status === 201) continue;
       expect(answer).toMatchObject({ status: 503, code: 'ResourceUnavailable.ShuttingDown', connection: 'close', retryAfter: '1' });
     }
-    // Traffic ran on both sides of the signal: some appends stored, and some refused by the drain
-    // (the clients idle between calls when it began send their next call on the open connection).
+    // Traffic ran on both sides of the signal: some appends stored, and the calls on connections
+    // idle when the drain began refused by it.
     expect(answered.filter((answer) => answer.status === 201).length).toBeGreaterThan(CLIENTS);
-    expect(answered.filter((answer) => answer.status === 503).length).toBeGreaterThan(0);
+    for (const outcome of idleOutcomes) {
+      expect(outcome).toMatchObject({ kind: 'answered', status: 503, code: 'ResourceUnavailable.ShuttingDown', connection: 'close' });
+    }
     expect(exit).toEqual({ code: 0, signal: null });
     expect(exitedAfterSignalMs).toBeLessThan(5_000);
 

@@ -141,13 +141,32 @@ describe('one instance without Redis', () => {
     expect(await sessionExists(key.SessionId)).toBe(true);
   });
 
-  it('takes one body signed twice within one second as one signature, whatever the action (clients wait a second)', async () => {
+  it('lets reads and CreateSession share a signature, each action once: a get-or-create in one second works, an exact repeat does not', async () => {
+    // The bare key is the whole body of DescribeSession, CreateSession and DescribeEvents: signed in
+    // one second, the three carry one signature.
+    const key = { SpaceId: account.defaultSpaceId, UserId: 'u', SessionId: `get-or-create-${process.pid}` };
+    const timestamp = Math.floor(Date.now() / 1000);
+    expect((await send(app, signed('DescribeSession', key, timestamp))).Error?.Code).toBe('ResourceNotFound.Session');
+    expect((await send(app, signed('CreateSession', key, timestamp))).Session).toEqual(expect.objectContaining({ SessionId: key.SessionId }));
+    expect((await send(app, signed('DescribeEvents', key, timestamp))).TotalCount).toBe(0);
+    // Each action once, and never a write after a read.
+    await expectReplayRefused(() => send(app, signed('DescribeSession', key, timestamp)));
+    await expectReplayRefused(() => send(app, signed('CreateSession', key, timestamp)));
+    await expectReplayRefused(() => send(app, signed('DeleteSession', key, timestamp)));
+    await expectReplayRefused(() => send(app, signed('ModifySession', key, timestamp)));
+    expect(await sessionExists(key.SessionId)).toBe(true);
+    // A second later the same body is a new signature.
+    expect((await send(app, signed('DescribeSession', key, timestamp + 1))).Session).toEqual(expect.objectContaining({ SessionId: key.SessionId }));
+  });
+
+  it('shares a signature taken by a write with nothing: a deleted session is not re-created or read with it', async () => {
     const key = await newSession(app);
     const timestamp = Math.floor(Date.now() / 1000);
-    expect((await send(app, signed('DescribeSession', key, timestamp))).Error).toBeUndefined();
-    await expectReplayRefused(() => send(app, signed('DescribeEvents', key, timestamp)));
-    // A second later the same body is a new signature.
-    expect((await send(app, signed('DescribeEvents', key, timestamp + 1))).TotalCount).toBe(0);
+    expect((await send(app, signed('DeleteSession', key, timestamp))).Error).toBeUndefined();
+    await expectReplayRefused(() => send(app, signed('CreateSession', key, timestamp)));
+    await expectReplayRefused(() => send(app, signed('DescribeSession', key, timestamp)));
+    await expectReplayRefused(() => send(app, signed('DeleteSession', key, timestamp)));
+    expect(await sessionExists(key.SessionId)).toBe(false);
   });
 
   it('records a signature only once it checks out: a tampered copy neither passes nor uses it up', async () => {
@@ -187,6 +206,15 @@ describe('two instances sharing Redis', () => {
     await expectReplayRefused(() => send(a, describe, 'DeleteSession'));
     expect(await sessionExists(key.SessionId)).toBe(true);
 
+    // A read and CreateSession share a signature across instances too; a write after them does not.
+    const fresh = { SpaceId: account.defaultSpaceId, UserId: 'u', SessionId: `get-or-create-2-${process.pid}` };
+    const timestamp = Math.floor(Date.now() / 1000);
+    expect((await send(a, signed('DescribeSession', fresh, timestamp))).Error?.Code).toBe('ResourceNotFound.Session');
+    expect((await send(b, signed('CreateSession', fresh, timestamp))).Error).toBeUndefined();
+    await expectReplayRefused(() => send(a, signed('CreateSession', fresh, timestamp)));
+    await expectReplayRefused(() => send(b, signed('DeleteSession', fresh, timestamp)));
+    expect(await sessionExists(fresh.SessionId)).toBe(true);
+
     // One key per signature under this deployment's prefix, kept until the timestamp's window has
     // closed everywhere (300 s, plus 60 for instance clocks behind this one), and no longer.
     const ttl = await inspector.ttl(`${PREFIX}tc3-signature:${append.signature}`);
@@ -202,6 +230,17 @@ describe('two instances sharing Redis', () => {
     expect(answers.filter((answer) => answer.Error === undefined)).toHaveLength(1);
     expect(answers.filter((answer) => answer.Error?.Code === 'AuthFailure.SignatureFailure')).toHaveLength(7);
     expect(await eventCount(key.SessionId)).toBe(1);
+  });
+
+  it('of one signature sent at once as a read on one instance and a delete on the other, lets exactly one through', async () => {
+    for (let round = 0; round < 8; round++) {
+      const key = await newSession(round % 2 ? a : b);
+      const timestamp = Math.floor(Date.now() / 1000);
+      const [read, erase] = await Promise.all([send(round % 2 ? a : b, signed('DescribeSession', key, timestamp)), send(round % 2 ? b : a, signed('DeleteSession', key, timestamp))]);
+      const refused = [read, erase].filter((answer) => answer.Error?.Code === 'AuthFailure.SignatureFailure');
+      expect(refused).toHaveLength(1);
+      expect(await sessionExists(key.SessionId)).toBe(erase === refused[0]);
+    }
   });
 
   it('does not record a signature that fails its check', async () => {

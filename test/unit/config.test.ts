@@ -42,6 +42,7 @@ describe('loadConfig', () => {
       titleChars: 256,
       filterValues: 100,
       filters: 10,
+      listPageBytes: 4 * 1024 * 1024,
       listConcurrency: 8,
       expensivePerAccount: 4,
       expensiveTimeShare: { perSecond: 0.25, burstSeconds: 2, maxChargeSeconds: 1 },

@@ -13,6 +13,15 @@ describe('createExpiringSet', () => {
     expect(set.addIfAbsent('b', 2_000, 1_500)).toBe(true);
   });
 
+  it('tells whether a key is held, without adding it', () => {
+    const set = createExpiringSet(10);
+    expect(set.has('a', 0)).toBe(false);
+    expect(set.size).toBe(0);
+    set.addIfAbsent('a', 1_000, 0);
+    expect(set.has('a', 999)).toBe(true);
+    expect(set.has('a', 1_000)).toBe(false);
+  });
+
   it('holds at most its capacity, forgetting the key added longest ago', () => {
     const set = createExpiringSet(3);
     for (const key of ['a', 'b', 'c', 'd']) expect(set.addIfAbsent(key, 10_000, 0)).toBe(true);

@@ -176,6 +176,8 @@ export interface SessionPageRequest {
   limit: number;
   /** Matching sessions to skip first (offset paging, the API 3.0 face's). */
   offset?: number;
+  /** The most bytes of states, metadata and memo the page's rows may carry (the first row comes whatever its size). */
+  maxBytes: number;
 }
 
 // The lists find their sessions in one of two places. A list ordered by update time walks
@@ -282,7 +284,7 @@ function matchingCatalogRows(db: Executor, filter: SessionFilter) {
  * page, and joining only the page's rows keeps the users' rows out of that (a hash join of the
  * whole space's users, otherwise).
  */
-export async function listSessionRows(db: Executor, page: SessionPageRequest): Promise<SessionWithSharedState[]> {
+export async function listSessionRows(db: Executor, page: SessionPageRequest): Promise<{ rows: SessionWithSharedState[]; candidates: number }> {
   const table = page.orderBy === 'create_time' ? 'session_catalog' : 'sessions';
   const keys = page.scope === 'user' ? [page.orderBy, 'session_id'] : [page.orderBy, 'user_id', 'session_id'];
   const columns = keys.map((column) => sql.ref(`${table}.${column}`));
@@ -303,10 +305,11 @@ export async function listSessionRows(db: Executor, page: SessionPageRequest): P
   // order's index), and only the page's rows are read whole: a skipped session's state, metadata
   // and memo are never read. test/integration/offset-paging.test.ts checks the plan. A list by
   // create time reads its keys from the catalog, and its rows from sessions likewise.
+  const budget = { accountId: page.filter.accountId, spaceId: page.filter.spaceId, maxBytes: page.maxBytes };
   let chosenKeys;
   if (table === 'sessions') {
     const seek = onePage(matchingSessions(db, page.filter));
-    if (!page.offset) return withSharedState(db, seek.selectAll('sessions'), keys, page.direction);
+    if (!page.offset) return withSharedState(db, seek.selectAll('sessions'), keys, page.direction, budget);
     chosenKeys = seek.offset(page.offset).select(['sessions.account_id', 'sessions.space_id', 'sessions.user_id', 'sessions.session_id']);
   } else {
     let seek = onePage(matchingCatalogRows(db, page.filter));
@@ -323,22 +326,52 @@ export async function listSessionRows(db: Executor, page: SessionPageRequest): P
         .onRef('sessions.session_id', '=', 'chosen.session_id'),
     )
     .selectAll('sessions');
-  return withSharedState(db, chosen, keys, page.direction);
+  return withSharedState(db, chosen, keys, page.direction, budget);
 }
 
-/** The page's sessions with their user's and space's state, in the page's order. */
-function withSharedState(db: Executor, page: SelectQueryBuilder<DB, 'sessions', SessionRow>, keys: string[], direction: 'asc' | 'desc'): Promise<SessionWithSharedState[]> {
-  let query = db
-    .selectFrom(page.as('page'))
-    .innerJoin('space_users', (join) =>
-      join.onRef('space_users.account_id', '=', 'page.account_id').onRef('space_users.space_id', '=', 'page.space_id').onRef('space_users.user_id', '=', 'page.user_id'),
+/**
+ * The page's sessions with their user's and space's state, in the page's order, as far as
+ * `maxBytes` allows: a session's states (its own, its user's, its space's), metadata and memo are
+ * the bulk of its answer, and with states of up to MAX_STATE_BYTES each a page of 100 would be
+ * hundreds of megabytes, built in this process's memory. The sizes are measured in the database
+ * (each user's and the space's once per page) and the rows past the budget are never sent: their
+ * states stay in PostgreSQL. The first session always comes, whatever its size. `candidates` is how
+ * many rows the page query chose: more than come back means the budget or pageSize+1 cut the page.
+ *
+ * Every candidate's size is measured, up to pageSize+1 of them, although a page of large states
+ * stops after a few: work bounded by the request's pageSize. A walk that stops at the budget (a
+ * recursive CTE) is refused by Citus, and measured only ~15 % faster at 1 MB states.
+ */
+async function withSharedState(
+  db: Executor,
+  page: SelectQueryBuilder<DB, 'sessions', SessionRow>,
+  keys: string[],
+  direction: 'asc' | 'desc',
+  { accountId, spaceId, maxBytes }: { accountId: string; spaceId: string; maxBytes: number },
+): Promise<{ rows: SessionWithSharedState[]; candidates: number }> {
+  const order = (alias: string) => sql.join(keys.map((key) => sql`${sql.ref(`${alias}.${key}`)} ${sql.raw(direction)}`));
+  // MATERIALIZED: each size is measured once (an inlined CTE repeats an expression wherever it is
+  // used), and a row's states travel through as TOAST pointers until the final select sends the
+  // rows within the budget. The account and space as constants, for Citus to see one shard.
+  const { rows } = await sql<SessionWithSharedState & { candidates: string }>`
+    WITH page AS MATERIALIZED (
+      SELECT p.*, octet_length(p.state::text) + octet_length(p.metadata::text) + coalesce(octet_length(p.memo::text), 0) AS own_bytes
+      FROM (${page}) AS p
+    ), page_users AS MATERIALIZED (
+      SELECT user_id, state, octet_length(state::text) AS bytes FROM space_users
+      WHERE account_id = ${accountId} AND space_id = ${spaceId} AND user_id IN (SELECT user_id FROM page)
+    ), page_space AS MATERIALIZED (
+      SELECT state, octet_length(state::text) AS bytes FROM session_spaces WHERE account_id = ${accountId} AND space_id = ${spaceId}
+    ), sized AS (
+      SELECT page.*, u.state AS user_state, a.state AS app_state,
+        sum(page.own_bytes + u.bytes + a.bytes) OVER w AS bytes_through, row_number() OVER w AS position
+      FROM page JOIN page_users AS u ON u.user_id = page.user_id CROSS JOIN page_space AS a
+      WINDOW w AS (ORDER BY ${order('page')} ROWS UNBOUNDED PRECEDING)
     )
-    .innerJoin('session_spaces', (join) => join.onRef('session_spaces.account_id', '=', 'page.account_id').onRef('session_spaces.space_id', '=', 'page.space_id'))
-    .selectAll('page')
-    .select(['space_users.state as user_state', 'session_spaces.state as app_state']);
-  // A join does not keep its input's order.
-  for (const key of keys) query = query.orderBy(sql.ref(`page.${key}`), direction);
-  return query.execute();
+    SELECT sized.*, (SELECT count(*) FROM page) AS candidates FROM sized
+    WHERE sized.bytes_through <= ${maxBytes} OR sized.position = 1
+    ORDER BY ${order('sized')}`.execute(db);
+  return { rows, candidates: rows.length > 0 ? Number(rows[0]!.candidates) : 0 };
 }
 
 export async function countSessions(db: Executor, filter: SessionFilter): Promise<number> {

@@ -219,7 +219,7 @@ export async function listSessions(
   const after = query.pageToken ? positionFrom(tokens.decode(query.pageToken, fingerprint, ['time', 'id', 'id'])) : undefined;
 
   await findSpaceOrThrow(db, scope.accountId, scope.spaceId);
-  const rows = await listSessionRows(db, {
+  const { rows, candidates } = await listSessionRows(db, {
     filter,
     orderBy,
     direction: query.order,
@@ -227,11 +227,14 @@ export async function listSessions(
     after,
     limit: query.pageSize + 1,
     offset,
+    maxBytes: limits.listPageBytes,
   });
   const page = rows.slice(0, query.pageSize);
   const last = page.at(-1);
   const result: SessionPage = { sessions: page.map(sessionViewOf) };
-  if (rows.length > query.pageSize && last) {
+  // More follow when the page query found more than the page holds: past pageSize, or past the
+  // byte budget (a page shorter than pageSize with a nextPageToken).
+  if (candidates > page.length && last) {
     result.nextPageToken = tokens.encode(fingerprint, [last[orderBy].toISOString(), last.user_id, last.session_id]);
   }
   if (query.includeTotal) result.totalCount = await countSessions(db, filter);

@@ -137,6 +137,14 @@ export const describeSessionsAction = defineAction({
       pascalPath([], { userId: 'UserIds', sessionId: 'SessionIds', metadata: 'Filters', title: 'Filters', titleLike: 'Filters' }),
     );
     const page = await expensiveSlots.run(principal.accountId, () => listSessions(db, limits, pageTokens, scope, query, input.Offset));
+    // A page the byte budget ended early (sessions.repository.ts, withSharedState): a client that
+    // steps Offset by Limit would skip the sessions it left out, so the call is refused instead.
+    if (page.sessions.length < query.pageSize && page.nextPageToken !== undefined) {
+      throw new Tc3Error(
+        'InvalidParameterValue',
+        `Limit: the ${query.pageSize} sessions from Offset ${input.Offset} carry more than ${limits.listPageBytes} bytes of state, metadata and memo (MAX_LIST_PAGE_BYTES); the first ${page.sessions.length} fit, ask a Limit of at most that`,
+      );
+    }
     return { TotalCount: page.totalCount ?? 0, Sessions: page.sessions.map(toSessionInfo) };
   },
 });

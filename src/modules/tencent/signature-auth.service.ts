@@ -5,9 +5,11 @@
 // duration of the check and never logged or cached.
 //
 // Round trips: as for bearer tokens (http/auth.ts): none for a credential in the cache, one on a
-// miss, plus the once-a-minute last-use write; and, with REDIS_URL, one SET NX for the signature.
+// miss, plus the once-a-minute last-use write; and, with REDIS_URL, one script call (EVAL) for the
+// signature.
 //
-// A signature is accepted once. The SDKs sign only `content-type;host`, so neither the action nor
+// A signature is accepted once (reads and CreateSession may share one, each action once:
+// http/used-signatures.ts). The SDKs sign only `content-type;host`, so neither the action nor
 // anything else in the X-TC-* headers is covered: without this rule a captured request could be
 // sent again within the timestamp window, or sent with another X-TC-Action (a DescribeSession
 // body whose fields also fit DeleteSession). The signature is recorded only once it has been
@@ -30,12 +32,14 @@ export interface SignedRequest extends Omit<Tc3Request, 'signedHeaders'> {
   authorization: string | undefined;
   /** X-TC-Timestamp as sent. */
   timestamp: string | undefined;
+  /** X-TC-Action as sent (not signed: the signature record's rule depends on it). */
+  action: string | undefined;
 }
 
 /** Where accepted signatures are recorded (http/used-signatures.ts: Redis, or this instance's memory). */
 export interface SignatureRecord {
-  /** True the first time `signature` is claimed; false for a repeat until `keepUntilSeconds`. */
-  claim(signature: string, keepUntilSeconds: number): Promise<boolean>;
+  /** True when `signature` may be used for `action` (http/used-signatures.ts has the rule); false for a repeat it refuses, until `keepUntilSeconds`. */
+  claim(signature: string, action: string, keepUntilSeconds: number): Promise<boolean>;
 }
 
 export interface SignatureAuthOptions {
@@ -87,10 +91,10 @@ export async function authenticateSignedRequest(db: Database, request: SignedReq
   }
   // Kept until no instance can accept the timestamp any more: the end of its window, plus a margin
   // for instances whose clocks run behind this one's.
-  if (!(await options.usedSignatures.claim(authorization.signature, timestamp + TC3_MAX_CLOCK_SKEW_SECONDS + INSTANCE_CLOCK_MARGIN_SECONDS))) {
+  if (!(await options.usedSignatures.claim(authorization.signature, request.action ?? '', timestamp + TC3_MAX_CLOCK_SKEW_SECONDS + INSTANCE_CLOCK_MARGIN_SECONDS))) {
     throw new Tc3Error(
       'AuthFailure.SignatureFailure',
-      'This signature was already used: a signed request is accepted once. Sign every request anew (the SDKs sign each call); two requests with the same body signed within the same second carry the same signature (the action is not signed), so send the second a second later.',
+      'This signature was already used: a signed request is accepted once, and only reads and CreateSession may share a signature, each action once. Sign every request anew (the SDKs sign each call); two requests with the same body signed within the same second carry the same signature (the action is not signed), so send the second a second later.',
     );
   }
   await recordCredentialUse(db, credential, options.cache);

@@ -79,6 +79,7 @@ export async function tencentApiRoutes(scope: ZodApp, deps: AppDeps & AppendDeps
       {
         authorization: header(request, 'authorization'),
         timestamp: header(request, 'x-tc-timestamp'),
+        action: header(request, 'x-tc-action'),
         method: request.method,
         path: request.url.split('?')[0]!,
         query: request.url.includes('?') ? request.url.slice(request.url.indexOf('?') + 1) : '',

@@ -170,7 +170,7 @@ export interface paths {
         };
         /**
          * List one user's sessions
-         * @description Newest update first by default. Expired sessions are never listed.
+         * @description Newest update first by default. Expired sessions are never listed. A page carries at most MAX_LIST_PAGE_BYTES (default 4 MiB) of states (each session's merged state), metadata and memo: with large states it holds fewer than pageSize sessions, at least one, and nextPageToken goes on from its last.
          */
         get: operations["listSessions"];
         put?: never;
@@ -194,7 +194,7 @@ export interface paths {
         };
         /**
          * List a space's sessions (admin view)
-         * @description All users' sessions, optionally only some users or session ids. Expired sessions are never listed.
+         * @description All users' sessions, optionally only some users or session ids. Expired sessions are never listed. A page carries at most MAX_LIST_PAGE_BYTES (default 4 MiB) of states (each session's merged state), metadata and memo: with large states it holds fewer than pageSize sessions, at least one, and nextPageToken goes on from its last.
          */
         get: operations["listSpaceSessions"];
         put?: never;
