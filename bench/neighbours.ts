@@ -5,7 +5,9 @@
 //   1. API 3.0 DescribeEvents with Offset 1e12 and Limit 1, 12 at a time, on a session of 300 events of ~200 kB;
 //   2. GET …/state-at/20000 on a session with a ~1 MB state, 8 at a time;
 //   3. appends whose stateDelta has 5,000 keys over a ~900 kB state, on two sessions at once;
-//   4. 1,000 event streams opened on one session while it gets 5 appends a second.
+//   4. 1,000 event streams opened on one session while it gets 5 appends a second;
+//   5. 64 appenders, each on its own session, in a space whose state is ~1 MB (every append answers it);
+//   6. session lists with pageSize 100 of a space whose 100 sessions each hold a ~1 MB state, 4 at a time.
 // It prints B's quiet p50/p99, B's p50/p99 under each attack (and as a multiple of quiet), B's
 // failed turns, A's answers by status, the server's peak RSS growth during the attack and whether it
 // is still alive, with PASS/FAIL against the targets (B's p99 ≤ 5× quiet and ≤ 300 ms, no failed
@@ -19,7 +21,7 @@
 // rate limit off, as every bench does, so that the limit's own bookkeeping is not measured.
 // Only 127.0.0.1; every phase is bounded in time; the database is created and dropped.
 // Environment: BENCH_NEIGHBOURS_SECONDS (per attack, default 20), BENCH_NEIGHBOURS_QUIET_SECONDS
-// (default 15), BENCH_NEIGHBOURS_ATTACKS (comma-separated numbers, default 1,2,3,4),
+// (default 15), BENCH_NEIGHBOURS_ATTACKS (comma-separated numbers, default 1,2,3,4,5,6),
 // BENCH_NEIGHBOURS_HISTORY (events of the state-at session, default 20,000), BENCH_SERVER_ROOT (run
 // the server of another checkout, e.g. main's, with this bench), BENCH_CPU_PROF (a directory: the
 // server writes a .cpuprofile of the whole run there when it exits), BENCH_NEIGHBOURS_EMBEDDED=1 (the
@@ -44,7 +46,7 @@ import { createBenchDatabase, percentile } from './support.js';
 const ATTACK_SECONDS = Number(process.env.BENCH_NEIGHBOURS_SECONDS ?? 20);
 const QUIET_SECONDS = Number(process.env.BENCH_NEIGHBOURS_QUIET_SECONDS ?? 15);
 const EMBEDDED = process.env.BENCH_NEIGHBOURS_EMBEDDED === '1';
-const ATTACKS = (process.env.BENCH_NEIGHBOURS_ATTACKS ?? '1,2,3,4').split(',').map(Number);
+const ATTACKS = (process.env.BENCH_NEIGHBOURS_ATTACKS ?? '1,2,3,4,5,6').split(',').map(Number);
 const HISTORY = Number(process.env.BENCH_NEIGHBOURS_HISTORY ?? 20_000);
 const A_CREDENTIALS = 5;
 /** The default RATE_LIMIT_MAX per credential per minute, as requests per second. */
@@ -62,7 +64,12 @@ const ATTACK_NAMES: Record<number, string> = {
   2: 'state-at/20000 of a 1 MB state, 8 at a time',
   3: '5,000-key deltas over 900 kB, 2 sessions',
   4: '1,000 streams on one session, 5 appends/s',
+  5: '64 appenders in a space with a 1 MB state',
+  6: 'session lists, pageSize 100, of 1 MB states, 4 at a time',
 };
+/** Attack 5's sessions (one per appender, each of its own user) and attack 6's. */
+const HEAVY_APPENDERS = 64;
+const LARGE_STATE_SESSIONS = 100;
 
 /** What the attacker child needs: where, as whom, and which sessions were seeded for it. */
 interface AttackPlan {
@@ -72,6 +79,9 @@ interface AttackPlan {
   spaceId: string;
   /** A's bearer tokens, `<secretId>.<secretKey>`: the API 3.0 attack signs with the same credentials. */
   tokens: string[];
+  /** Attack 5's space (its state is 1 MB) and attack 6's (its sessions' states are). */
+  heavySpaceId?: string | undefined;
+  largeStatesSpaceId?: string | undefined;
 }
 
 interface AttackReport {
@@ -174,6 +184,18 @@ async function runAttack(plan: AttackPlan): Promise<AttackReport> {
       streams.forEach((stream) => stream.destroy());
       return report;
     }
+    case 5: {
+      let n = 0;
+      let next = 0;
+      await workers(HEAVY_APPENDERS, () => {
+        const user = next++ % HEAVY_APPENDERS;
+        return send(`/v1/spaces/${plan.heavySpaceId}/users/u${user}/sessions/s/events`, { method: 'POST', body: JSON.stringify({ author: 'a', actions: { stateDelta: { n: n++ } } }) });
+      });
+      return { statuses };
+    }
+    case 6:
+      await workers(4, () => send(`/v1/spaces/${plan.largeStatesSpaceId}/sessions?pageSize=100`));
+      return { statuses };
     default:
       throw new Error(`no attack ${plan.attack}`);
   }
@@ -285,6 +307,21 @@ async function main(): Promise<void> {
       }
     }
     if (ATTACKS.includes(4)) await newSession(aHeaders, aSpace, 'a', 'streamed');
+    let heavySpaceId: string | undefined;
+    if (ATTACKS.includes(5)) {
+      heavySpaceId = (await call(aHeaders, 'POST', '/v1/spaces', { name: 'state of 1 MB' })).spaceId as string;
+      for (let i = 0; i < HEAVY_APPENDERS; i++) await newSession(aHeaders, heavySpaceId, `u${i}`, 's');
+      for (let i = 0; i < 16; i++) {
+        await call(aHeaders, 'POST', `/v1/spaces/${heavySpaceId}/users/u0/sessions/s/events`, { author: 'seed', actions: { stateDelta: { [`app:big${i}`]: text(60_000, `${i}abcdefghij`) } } });
+      }
+    }
+    let largeStatesSpaceId: string | undefined;
+    if (ATTACKS.includes(6)) {
+      largeStatesSpaceId = (await call(aHeaders, 'POST', '/v1/spaces', { name: 'sessions of 1 MB states' })).spaceId as string;
+      for (let i = 0; i < LARGE_STATE_SESSIONS; i++) {
+        await call(aHeaders, 'POST', `/v1/spaces/${largeStatesSpaceId}/users/u${i % 10}/sessions`, { sessionId: `s${i}`, state: { notes: text(1_000_000, `${i}abcdefghij`) } });
+      }
+    }
     const bSessions: string[] = [];
     for (let i = 0; i < B_SESSIONS; i++) {
       await newSession(bHeaders, b.defaultSpaceId, `agent-${i}`, `turns-${i}`);
@@ -303,7 +340,7 @@ async function main(): Promise<void> {
           // the server is gone: `alive` says so
         }
       }, 200);
-      const attacker = attack === undefined ? undefined : startAttacker({ attack, seconds, base, spaceId: aSpace, tokens });
+      const attacker = attack === undefined ? undefined : startAttacker({ attack, seconds, base, spaceId: aSpace, tokens, heavySpaceId, largeStatesSpaceId });
       await attacker?.ready;
       const cpuBefore = { server: cpuSecondsOf(pid), postgres: postgresCpuSeconds(), attacker: attacker ? cpuSecondsOf(attacker.pid) : 0, at: performance.now() };
       const until = performance.now() + seconds * 1000;

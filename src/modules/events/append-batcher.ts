@@ -35,6 +35,11 @@
 // the next batch. A batch of several accounts would run on the coordinator, one statement at a time
 // to the workers, under two-phase commit.
 //
+// Heavy appends, whose answers carry large states (a space's state of a megabyte comes back with
+// every append of its sessions), are taken fairly: once some wait, a call takes the accounts'
+// appends in turns and at most BATCH_ANSWER_BYTES of expected answer (batch-choice.ts). What a
+// session's next answer weighs is what its last one did, remembered for heavy sessions only.
+//
 // A locked session holds back only its own appends. A batch waits for rows locked
 // elsewhere for at most `lockWaitMs` in all (migrations/0008); an append still waiting then leaves
 // the batch. Every append run again alone goes through its session's queue, outside the batch
@@ -57,6 +62,7 @@ import { runForNoAccount } from '../../lib/account-scope.js';
 import type { AccountSlots } from '../../lib/account-slots.js';
 import type { AppendBatchCounts } from '../../lib/metrics-registry.js';
 import type { EventDocument } from './append-plan.js';
+import { chooseBatch } from './batch-choice.js';
 import { type AppendedSession, type BatchResult, type BatchRow, type BatchScope, type BatchedAppend, appendBatchInDatabase, appendInDatabase, batchRolledBackWhole, isCitusDatabase, waitedOutLock } from './append.repository.js';
 
 export interface AppendBatcherOptions {
@@ -93,6 +99,8 @@ export const batchingOptions = (limits: Limits, expensiveSlots: AccountSlots): A
 
 interface Waiting {
   key: SessionKey;
+  /** sessionIdOf(key). */
+  id: string;
   events: EventDocument[];
   ifMatch: number[] | undefined;
   /** performance.now() when the append reached the batcher. */
@@ -120,6 +128,11 @@ export class AppendBatcher {
   private readonly lockedUntil = new Map<string, number>();
   private batchScope: BatchScope | undefined;
   private detectingScope = false;
+  /**
+   * Sessions whose last answer carried at least HEAVY_ANSWER_BYTES of states, with that size, in
+   * the order they were last answered (the oldest forgotten past REMEMBERED_HEAVY_SESSIONS).
+   */
+  private readonly heavySessions = new Map<string, number>();
 
   constructor(
     private readonly db: Database,
@@ -150,8 +163,8 @@ export class AppendBatcher {
       return this.alone({ key, events, ifMatch });
     }
     return new Promise((resolve, reject) => {
-      const waiting: Waiting = { key, events, ifMatch, arrivedAt: performance.now(), resolve, reject };
       const id = sessionIdOf(key);
+      const waiting: Waiting = { key, id, events, ifMatch, arrivedAt: performance.now(), resolve, reject };
       if (this.sessionQueues.has(id) || this.stillLocked(id)) return this.queueAlone(waiting);
       this.waiting.push(waiting);
       this.sendWaiting();
@@ -200,10 +213,20 @@ export class AppendBatcher {
     this.overdueTimer.unref();
   }
 
-  /** The next batch: the oldest waiting appends, or on Citus the oldest of the first one's account. */
+  /**
+   * The next batch: the oldest waiting appends, or on Citus the oldest of the first one's account;
+   * while heavy sessions are known, the accounts' appends in turns, within BATCH_ANSWER_BYTES.
+   */
   private takeBatch(): Waiting[] {
-    if (this.batchScope !== 'one-account') return this.waiting.splice(0, this.options.maxBatch);
-    const accountId = this.waiting[0]!.key.accountId;
+    const onlyAccount = this.batchScope === 'one-account' ? this.waiting[0]!.key.accountId : undefined;
+    if (this.heavySessions.size > 0) {
+      const weighed = this.waiting.map((item) => ({ item, accountId: item.key.accountId, bytes: this.heavySessions.get(item.id) ?? 0 }));
+      const { batch, rest } = chooseBatch(weighed, this.options.maxBatch, BATCH_ANSWER_BYTES, onlyAccount);
+      this.waiting.splice(0, this.waiting.length, ...rest);
+      return batch;
+    }
+    if (onlyAccount === undefined) return this.waiting.splice(0, this.options.maxBatch);
+    const accountId = onlyAccount;
     const batch: Waiting[] = [];
     const others: Waiting[] = [];
     for (const waiting of this.waiting) {
@@ -237,7 +260,11 @@ export class AppendBatcher {
   private async send(batch: Waiting[]): Promise<void> {
     if (batch.length === 1) {
       const [only] = batch as [Waiting];
-      if (waitedOutLock(await settle(only, this.alone(only)))) this.markLocked(sessionIdOf(only.key));
+      const outcome = this.alone(only).then((row) => {
+        if (row) this.weigh(only.id, row);
+        return row;
+      });
+      if (waitedOutLock(await settle(only, outcome))) this.markLocked(only.id);
       return;
     }
     // Session key order: every batch locks its sessions in the same order. The sort is stable, so
@@ -263,7 +290,10 @@ export class AppendBatcher {
       batch.forEach((waiting, index) => {
         const row = written.get(index + 1);
         // The row is the append's answer as it is (its ordinal, one column more, is left unread).
-        if (row) return waiting.resolve(row);
+        if (row) {
+          this.weigh(waiting.id, row);
+          return waiting.resolve(row);
+        }
         this.stats.rerunAlone++;
         this.queueAlone(waiting);
       });
@@ -280,9 +310,21 @@ export class AppendBatcher {
     return appendBatchInDatabase(this.db, { scope: this.batchScope ?? 'any-accounts', accountId: batch[0]!.key.accountId }, appends, stateLimit, lockWaitMs);
   }
 
+  /** Remembers what the session's answer carried, if it was heavy: its next append is expected to weigh as much. */
+  private weigh(id: string, answer: AppendedSession): void {
+    const bytes = answer.state.length + answer.user_state.length + answer.app_state.length;
+    if (bytes < HEAVY_ANSWER_BYTES) {
+      if (this.heavySessions.size > 0) this.heavySessions.delete(id);
+      return;
+    }
+    this.heavySessions.delete(id);
+    this.heavySessions.set(id, bytes);
+    if (this.heavySessions.size > REMEMBERED_HEAVY_SESSIONS) this.heavySessions.delete(this.heavySessions.keys().next().value!);
+  }
+
   /** Runs the append alone, after the appends of its session queued before it. */
   private queueAlone(waiting: Waiting): void {
-    const id = sessionIdOf(waiting.key);
+    const id = waiting.id;
     const queue = this.sessionQueues.get(id);
     if (queue) return void queue.push(waiting);
     this.sessionQueues.set(id, [waiting]);
@@ -338,6 +380,12 @@ const MIN_OVERDUE_MS = 20;
 const MAX_TYPICAL_CALL_MS = 50;
 /** The weight of the newest call in the moving average of call durations. */
 const TYPICAL_CALL_WEIGHT = 0.2;
+/** An answer carrying this much of states (in characters of JSON text) makes its session heavy. */
+const HEAVY_ANSWER_BYTES = 64 * 1024;
+/** What one call's answers may carry, expected from their sessions' last answers (the first append always goes). */
+const BATCH_ANSWER_BYTES = 4 * 1024 * 1024;
+/** Heavy sessions remembered; the oldest answered is forgotten first (and then counts as light). */
+const REMEMBERED_HEAVY_SESSIONS = 10_000;
 
 /** The group commit of one instance's appends on `db` (its append path's, src/modules/events/append.service.ts). */
 export function createAppendBatcher(db: Database, options: AppendBatcherOptions): AppendBatcher {

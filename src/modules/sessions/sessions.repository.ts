@@ -330,6 +330,16 @@ export async function listSessionRows(db: Executor, page: SessionPageRequest): P
 }
 
 /**
+ * A state's size as PostgreSQL holds it uncompressed (its jsonb), without writing it out as text:
+ * `'{}' || state` is the state itself, read whole and decompressed, which pg_column_size then
+ * measures (on a stored value it would give the compressed size). Ten times cheaper than
+ * octet_length(state::text) at 1 MB (10 ms against 110 ms for 100 such states); within a few
+ * bytes of the text for states of strings, larger for states of numbers (an array of digits: 4 ×),
+ * smaller only for strings of escaped control characters (up to 6 ×).
+ */
+const stateSize = (column: string) => sql<number>`pg_column_size('{}'::jsonb || ${sql.ref(column)})`;
+
+/**
  * The page's sessions with their user's and space's state, in the page's order, as far as
  * `maxBytes` allows: a session's states (its own, its user's, its space's), metadata and memo are
  * the bulk of its answer, and with states of up to MAX_STATE_BYTES each a page of 100 would be
@@ -339,8 +349,8 @@ export async function listSessionRows(db: Executor, page: SessionPageRequest): P
  * many rows the page query chose: more than come back means the budget or pageSize+1 cut the page.
  *
  * Every candidate's size is measured, up to pageSize+1 of them, although a page of large states
- * stops after a few: work bounded by the request's pageSize. A walk that stops at the budget (a
- * recursive CTE) is refused by Citus, and measured only ~15 % faster at 1 MB states.
+ * stops after a few: work bounded by the request's pageSize (a walk that stops at the budget, a
+ * recursive CTE, is refused by Citus), and made cheap by stateSize.
  */
 async function withSharedState(
   db: Executor,
@@ -355,13 +365,13 @@ async function withSharedState(
   // rows within the budget. The account and space as constants, for Citus to see one shard.
   const { rows } = await sql<SessionWithSharedState & { candidates: string }>`
     WITH page AS MATERIALIZED (
-      SELECT p.*, octet_length(p.state::text) + octet_length(p.metadata::text) + coalesce(octet_length(p.memo::text), 0) AS own_bytes
+      SELECT p.*, ${stateSize('p.state')} + octet_length(p.metadata::text) + coalesce(octet_length(p.memo::text), 0) AS own_bytes
       FROM (${page}) AS p
     ), page_users AS MATERIALIZED (
-      SELECT user_id, state, octet_length(state::text) AS bytes FROM space_users
+      SELECT user_id, state, ${stateSize('state')} AS bytes FROM space_users
       WHERE account_id = ${accountId} AND space_id = ${spaceId} AND user_id IN (SELECT user_id FROM page)
     ), page_space AS MATERIALIZED (
-      SELECT state, octet_length(state::text) AS bytes FROM session_spaces WHERE account_id = ${accountId} AND space_id = ${spaceId}
+      SELECT state, ${stateSize('state')} AS bytes FROM session_spaces WHERE account_id = ${accountId} AND space_id = ${spaceId}
     ), sized AS (
       SELECT page.*, u.state AS user_state, a.state AS app_state,
         sum(page.own_bytes + u.bytes + a.bytes) OVER w AS bytes_through, row_number() OVER w AS position
