@@ -495,7 +495,7 @@ describe('the same rules as the REST API', () => {
 
 describe('signatures and the wire', () => {
   /** A signed POST made by hand with the SDK's signing function, for what CommonClient cannot send. */
-  async function signedPost(options: { action: string; body: Fields; timestamp?: number; secretKey?: string; version?: string; path?: string }) {
+  async function signedPost(options: { action: string; body: Fields; timestamp?: number; secretKey?: string; version?: string; path?: string; timestampHeader?: string | null }) {
     const { secretId, secretKey } = t.account.rootCredential;
     const timestamp = options.timestamp ?? Math.floor(Date.now() / 1000);
     const url = `http://${endpoint}${options.path ?? '/'}`;
@@ -507,7 +507,7 @@ describe('signatures and the wire', () => {
         authorization,
         'x-tc-action': options.action,
         'x-tc-version': options.version ?? '2025-09-20',
-        'x-tc-timestamp': String(timestamp),
+        ...(options.timestampHeader === null ? {} : { 'x-tc-timestamp': options.timestampHeader ?? String(timestamp) }),
         'x-tc-traceid': 'trace-1234',
         'x-tc-requestclient': 'SDK_NODEJS_4.1.220',
       },
@@ -531,6 +531,13 @@ describe('signatures and the wire', () => {
     // timestamp 301 s ahead here can be only 300 s ahead there, and accepted (seen once on Citus, in CI).
     const future = (await (await signedPost({ action: 'CreateSessionSpace', body: { Name: 'future' }, timestamp: Math.floor(Date.now() / 1000) + 360 })).json()) as typeof body;
     expect(future.Response.Error.Code).toBe('AuthFailure.SignatureExpire');
+    // A missing X-TC-Timestamp is missing; one that is no Unix time in seconds is a wrong value.
+    const missing = (await (await signedPost({ action: 'CreateSessionSpace', body: { Name: 'untimed' }, timestampHeader: null })).json()) as typeof body;
+    expect(missing.Response.Error).toEqual({ Code: 'MissingParameter', Message: expect.stringMatching(/^X-TC-Timestamp: the header is missing/) });
+    for (const malformed of ['1.7e9', 'yesterday', '-1', '1796513610000000']) {
+      const answer = (await (await signedPost({ action: 'CreateSessionSpace', body: { Name: 'untimed' }, timestampHeader: malformed })).json()) as typeof body;
+      expect(answer.Response.Error).toEqual({ Code: 'InvalidParameterValue', Message: `X-TC-Timestamp: must be the Unix time of the request in whole seconds (digits only), not ${JSON.stringify(malformed)}.` });
+    }
     // Inside the window, a correctly signed hand-made request is accepted.
     const fresh = (await (await signedPost({ action: 'DescribeSessionSpaces', body: {}, timestamp: Math.floor(Date.now() / 1000) - 200 })).json()) as { Response: Fields };
     expect(fresh.Response.TotalCount).toEqual(expect.any(Number));

@@ -121,6 +121,30 @@ describe('AgentSessionClient retries', () => {
     expect(requests).toHaveLength(2);
   });
 
+  it('takes an answer cut off mid-body as a lost answer: resends what may be repeated, reports the rest as ClientError.Network with the status', async () => {
+    const cutOff = (status: number) =>
+      new Response(
+        new ReadableStream({
+          start(controller) {
+            controller.enqueue(new TextEncoder().encode('{"events": [{"se'));
+            controller.error(new TypeError('terminated'));
+          },
+        }),
+        { status, headers: { 'content-type': 'application/json' } },
+      );
+    const append = scriptedFetch([cutOff(201), json(200, appended)]);
+    const sleeps: number[] = [];
+    await expect(clientWith(append.fetch, sleeps).appendEvents(where, { author: 'user' })).resolves.toMatchObject(appended);
+    expect(append.requests).toHaveLength(2);
+    expect(append.requests[0]!.init.body).toBe(append.requests[1]!.init.body);
+    expect(sleeps).toEqual([50]);
+    const create = scriptedFetch([cutOff(201)]);
+    const error = await clientWith(create.fetch, []).createSessionSpace({ name: 'x' }).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(AgentSessionError);
+    expect(error).toMatchObject({ code: 'ClientError.Network', status: 201, message: expect.stringContaining('was cut off: terminated') });
+    expect(create.requests).toHaveLength(1);
+  });
+
   it('does not retry other errors, and renders the envelope', async () => {
     const { fetch, requests } = scriptedFetch([json(404, { error: { code: 'ResourceNotFound.Session', message: 'no', requestId: 'r3', details: { sessionId: 's1' } } })]);
     await expect(clientWith(fetch, []).describeSession(where)).rejects.toMatchObject({ code: 'ResourceNotFound.Session', status: 404, requestId: 'r3', details: { sessionId: 's1' } });

@@ -111,7 +111,7 @@ export class AgentSessionClient {
         continue;
       }
       if (!response.ok || !response.body) {
-        await this.#read<'streamEvents'>(response); // throws the service's error
+        this.#read<'streamEvents'>(response, await response.text()); // throws the service's error
         return;
       }
       let refusal: AgentSessionError | undefined;
@@ -212,8 +212,22 @@ export class AgentSessionClient {
         await this.#sleep(retryDelayMs(retry, this.#retry, parseRetryAfterMs(response.headers.get('retry-after'), this.#now()), this.#random));
         continue;
       }
+      let text: string;
       try {
-        return await this.#read<K>(response);
+        text = await response.text();
+      } catch (error) {
+        // The answer began and was cut off (the connection reset mid-body): the server ran the call
+        // and its answer is lost, the same case as a network error after sending.
+        if (call.signal?.aborted) throw error;
+        if (!repeatable || retry >= this.#retry.maxRetries) {
+          throw new AgentSessionError({ code: CLIENT_ERROR_CODES.network, status: response.status, message: `${method} ${url}: the answer (HTTP ${response.status}) was cut off: ${(error as Error).message}`, requestId, cause: error });
+        }
+        answerLost = true;
+        await this.#sleep(retryDelayMs(retry, this.#retry, undefined, this.#random));
+        continue;
+      }
+      try {
+        return this.#read<K>(response, text);
       } catch (error) {
         // The attempt whose answer was lost may have been the one that deleted it: gone is what was asked.
         if (answerLost && error instanceof AgentSessionError && isNotFoundOfDelete(id, error.code)) return undefined as Result<K>;
@@ -222,8 +236,8 @@ export class AgentSessionClient {
     }
   }
 
-  async #read<K extends OperationId>(response: Response): Promise<Result<K>> {
-    const text = await response.text();
+  /** The answer's result, or its error as an AgentSessionError; `text` is its body, read already. */
+  #read<K extends OperationId>(response: Response, text: string): Result<K> {
     const isJson = (response.headers.get('content-type') ?? '').startsWith('application/json');
     let content: unknown = text === '' ? undefined : text;
     if (isJson && text !== '') {

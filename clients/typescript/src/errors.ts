@@ -3,7 +3,10 @@
 // envelope arrived (the network failed, or something other than the service answered).
 
 export const CLIENT_ERROR_CODES = {
-  /** No answer: the connection was refused, reset or timed out, after every retry allowed. */
+  /**
+   * No answer: the connection was refused, reset or timed out, after every retry allowed; or an
+   * answer cut off mid-body (the error's status is then the answer's: the call ran).
+   */
   network: 'ClientError.Network',
   /** An answer without the service's error envelope (a proxy's page, say). */
   unexpectedResponse: 'ClientError.UnexpectedResponse',

@@ -65,8 +65,11 @@ export async function authenticateSignedRequest(db: Database, request: SignedReq
   if (!authorization.signedHeaders.includes('content-type') || !authorization.signedHeaders.includes('host')) {
     throw new Tc3Error('AuthFailure.InvalidAuthorization', 'SignedHeaders must include content-type and host.');
   }
-  const timestamp = /^\d{1,12}$/.test(request.timestamp ?? '') ? Number(request.timestamp) : undefined;
-  if (timestamp === undefined) throw new Tc3Error('MissingParameter', 'X-TC-Timestamp: must be the Unix time of the request in seconds.');
+  if (!request.timestamp) throw new Tc3Error('MissingParameter', 'X-TC-Timestamp: the header is missing; it must be the Unix time of the request in seconds.');
+  const timestamp = /^\d{1,12}$/.test(request.timestamp) ? Number(request.timestamp) : undefined;
+  if (timestamp === undefined) {
+    throw new Tc3Error('InvalidParameterValue', `X-TC-Timestamp: must be the Unix time of the request in whole seconds (digits only), not ${JSON.stringify(request.timestamp.slice(0, 32))}.`);
+  }
   const now = options.nowSeconds ?? Math.floor(Date.now() / 1000);
   if (Math.abs(now - timestamp) > TC3_MAX_CLOCK_SKEW_SECONDS) {
     throw new Tc3Error('AuthFailure.SignatureExpire', `X-TC-Timestamp ${timestamp} is more than ${TC3_MAX_CLOCK_SKEW_SECONDS} s from the server time ${now}: check the client's clock.`);
