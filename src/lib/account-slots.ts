@@ -27,6 +27,11 @@ export interface AccountSlots {
    * gives the slot back; calling it again does nothing.
    */
   acquire(accountId: string | undefined, wait?: { timeoutMs: number; timeoutError: () => Error }): Promise<() => void>;
+  /**
+   * Charges `accountId` `seconds` of its time share (at most `maxChargeSeconds`) beyond its holding:
+   * work its holding time does not show, done after the slot was given back. Nothing without a time share.
+   */
+  chargeExtra(accountId: string, seconds: number): void;
   /** Slots held now and holders waiting (for tests and metrics). */
   readonly running: number;
   readonly waiting: number;
@@ -182,6 +187,11 @@ export function createAccountSlots({ total, perAccount, timeShare }: { total: nu
       }
     },
     acquire,
+    chargeExtra(accountId, seconds) {
+      if (!timeShare || accountId === NO_ACCOUNT || !(seconds > 0)) return;
+      const at = now();
+      budgets.set(accountId, { seconds: budgetOf(accountId, at) - Math.min(timeShare.maxChargeSeconds, seconds), at });
+    },
     get running() {
       return running;
     },

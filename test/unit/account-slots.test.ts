@@ -169,6 +169,23 @@ describe('createAccountSlots', () => {
       expect(started).toBe(true);
     });
 
+    it('charges extra work beyond the holding, at most maxChargeSeconds, and the account waits for it as for a holding', async () => {
+      const time = clock();
+      const slots = createAccountSlots({ total: 4, perAccount: 4, timeShare: { perSecond: 1, burstSeconds: 1, maxChargeSeconds: 1.5, now: time.now } });
+      slots.chargeExtra('A', 5); // capped: 1 − 1.5 = −0.5 s
+      slots.chargeExtra('B', 0); // nothing
+      slots.chargeExtra('B', Number.NaN); // nothing
+      let started = false;
+      const waiting = slots.acquire('A').then((giveBack) => ((started = true), giveBack));
+      (await slots.acquire('B'))();
+      await vi.advanceTimersByTimeAsync(0);
+      expect([started, slots.waiting]).toEqual([false, 1]);
+      time.advance(600);
+      await vi.advanceTimersByTimeAsync(600);
+      expect(started).toBe(true);
+      (await waiting)();
+    });
+
     it('refuses a time share that is not positive', () => {
       expect(() => createAccountSlots({ total: 1, perAccount: 1, timeShare: { perSecond: 0, burstSeconds: 1, maxChargeSeconds: 1 } })).toThrow(/positive/);
     });

@@ -38,7 +38,13 @@
 // Heavy appends, whose answers carry large states (a space's state of a megabyte comes back with
 // every append of its sessions), are taken fairly: once some wait, a call takes the accounts'
 // appends in turns and at most BATCH_ANSWER_BYTES of expected answer (batch-choice.ts). What a
-// session's next answer weighs is what its last one did, remembered for heavy sessions only.
+// session's next answer weighs is what the large states it carries weighed when they were last
+// answered: its space's, its user's and its own (answer-weights.ts). And an append expected to be
+// heavy is an expensive request: it waits for one of its account's expensive slots, and its
+// answer's bytes are charged to its account's time share as the time this process spends on them
+// (ANSWER_BYTES_PER_SECOND), besides the slot's holding. Such an append spends little database
+// time: what it costs is PostgreSQL writing the states out and this process decoding and writing
+// them again, which the holding alone would not charge.
 //
 // A locked session holds back only its own appends. A batch waits for rows locked
 // elsewhere for at most `lockWaitMs` in all (migrations/0008); an append still waiting then leaves
@@ -62,6 +68,7 @@ import { runForNoAccount } from '../../lib/account-scope.js';
 import type { AccountSlots } from '../../lib/account-slots.js';
 import type { AppendBatchCounts } from '../../lib/metrics-registry.js';
 import type { EventDocument } from './append-plan.js';
+import { createAnswerWeights } from './answer-weights.js';
 import { chooseBatch } from './batch-choice.js';
 import { type AppendedSession, type BatchResult, type BatchRow, type BatchScope, type BatchedAppend, appendBatchInDatabase, appendInDatabase, batchRolledBackWhole, isCitusDatabase, waitedOutLock } from './append.repository.js';
 
@@ -128,11 +135,8 @@ export class AppendBatcher {
   private readonly lockedUntil = new Map<string, number>();
   private batchScope: BatchScope | undefined;
   private detectingScope = false;
-  /**
-   * Sessions whose last answer carried at least HEAVY_ANSWER_BYTES of states, with that size, in
-   * the order they were last answered (the oldest forgotten past REMEMBERED_HEAVY_SESSIONS).
-   */
-  private readonly heavySessions = new Map<string, number>();
+  /** The large states the answers carried, by space, user and session: what the next answers will weigh. */
+  private readonly weights = createAnswerWeights({ partBytes: HEAVY_PART_BYTES, capacity: REMEMBERED_HEAVY_PARTS });
 
   constructor(
     private readonly db: Database,
@@ -162,8 +166,21 @@ export class AppendBatcher {
       this.stats.sentAlone.sharedState++;
       return this.alone({ key, events, ifMatch });
     }
+    const id = sessionIdOf(key);
+    if (this.weights.any && this.weights.expected(key) >= HEAVY_ANSWER_BYTES) {
+      const slots = this.options.expensiveSlots;
+      return slots.run(key.accountId, async () => {
+        const answer = await this.enqueue(key, id, events, ifMatch);
+        if (answer) slots.chargeExtra(key.accountId, answerBytes(answer) / ANSWER_BYTES_PER_SECOND);
+        return answer;
+      });
+    }
+    return this.enqueue(key, id, events, ifMatch);
+  }
+
+  /** Queues the append for the next batch (or its session's queue, while that has one). */
+  private enqueue(key: SessionKey, id: string, events: EventDocument[], ifMatch: number[] | undefined): Promise<AppendedSession | undefined> {
     return new Promise((resolve, reject) => {
-      const id = sessionIdOf(key);
       const waiting: Waiting = { key, id, events, ifMatch, arrivedAt: performance.now(), resolve, reject };
       if (this.sessionQueues.has(id) || this.stillLocked(id)) return this.queueAlone(waiting);
       this.waiting.push(waiting);
@@ -219,8 +236,8 @@ export class AppendBatcher {
    */
   private takeBatch(): Waiting[] {
     const onlyAccount = this.batchScope === 'one-account' ? this.waiting[0]!.key.accountId : undefined;
-    if (this.heavySessions.size > 0) {
-      const weighed = this.waiting.map((item) => ({ item, accountId: item.key.accountId, bytes: this.heavySessions.get(item.id) ?? 0 }));
+    if (this.weights.any) {
+      const weighed = this.waiting.map((item) => ({ item, accountId: item.key.accountId, bytes: this.weights.expected(item.key) }));
       const { batch, rest } = chooseBatch(weighed, this.options.maxBatch, BATCH_ANSWER_BYTES, onlyAccount);
       this.waiting.splice(0, this.waiting.length, ...rest);
       return batch;
@@ -261,7 +278,7 @@ export class AppendBatcher {
     if (batch.length === 1) {
       const [only] = batch as [Waiting];
       const outcome = this.alone(only).then((row) => {
-        if (row) this.weigh(only.id, row);
+        if (row) this.weights.note(only.key, row);
         return row;
       });
       if (waitedOutLock(await settle(only, outcome))) this.markLocked(only.id);
@@ -291,7 +308,7 @@ export class AppendBatcher {
         const row = written.get(index + 1);
         // The row is the append's answer as it is (its ordinal, one column more, is left unread).
         if (row) {
-          this.weigh(waiting.id, row);
+          this.weights.note(waiting.key, row);
           return waiting.resolve(row);
         }
         this.stats.rerunAlone++;
@@ -308,18 +325,6 @@ export class AppendBatcher {
     });
     const { stateLimit, lockWaitMs } = this.options;
     return appendBatchInDatabase(this.db, { scope: this.batchScope ?? 'any-accounts', accountId: batch[0]!.key.accountId }, appends, stateLimit, lockWaitMs);
-  }
-
-  /** Remembers what the session's answer carried, if it was heavy: its next append is expected to weigh as much. */
-  private weigh(id: string, answer: AppendedSession): void {
-    const bytes = answer.state.length + answer.user_state.length + answer.app_state.length;
-    if (bytes < HEAVY_ANSWER_BYTES) {
-      if (this.heavySessions.size > 0) this.heavySessions.delete(id);
-      return;
-    }
-    this.heavySessions.delete(id);
-    this.heavySessions.set(id, bytes);
-    if (this.heavySessions.size > REMEMBERED_HEAVY_SESSIONS) this.heavySessions.delete(this.heavySessions.keys().next().value!);
   }
 
   /** Runs the append alone, after the appends of its session queued before it. */
@@ -380,12 +385,22 @@ const MIN_OVERDUE_MS = 20;
 const MAX_TYPICAL_CALL_MS = 50;
 /** The weight of the newest call in the moving average of call durations. */
 const TYPICAL_CALL_WEIGHT = 0.2;
-/** An answer carrying this much of states (in characters of JSON text) makes its session heavy. */
+/** An append expected to answer this much of states (in characters of JSON text) is heavy. */
 const HEAVY_ANSWER_BYTES = 64 * 1024;
+/** A state this large (a session's, a user's or a space's) is remembered as a part of the answers that carry it. */
+const HEAVY_PART_BYTES = 32 * 1024;
 /** What one call's answers may carry, expected from their sessions' last answers (the first append always goes). */
 const BATCH_ANSWER_BYTES = 4 * 1024 * 1024;
-/** Heavy sessions remembered; the oldest answered is forgotten first (and then counts as light). */
-const REMEMBERED_HEAVY_SESSIONS = 10_000;
+/** Large states remembered, of each kind; the one answered longest ago is forgotten first (and then counts as light). */
+const REMEMBERED_HEAVY_PARTS = 10_000;
+/**
+ * What this process gets through of a heavy answer per second of CPU: PostgreSQL's text decoded,
+ * the answer written (bench:neighbours attack 5: ~17 ms of server CPU per append answering 1 MB).
+ */
+const ANSWER_BYTES_PER_SECOND = 60 * 1024 * 1024;
+
+/** The states an append's answer carries, in characters of JSON text. */
+const answerBytes = (answer: AppendedSession) => answer.state.length + answer.user_state.length + answer.app_state.length;
 
 /** The group commit of one instance's appends on `db` (its append path's, src/modules/events/append.service.ts). */
 export function createAppendBatcher(db: Database, options: AppendBatcherOptions): AppendBatcher {
