@@ -78,14 +78,19 @@ export function createAccountSlots({ total, perAccount, timeShare }: { total: nu
     if (!timeShare || !budget) return timeShare?.burstSeconds ?? Infinity;
     return Math.min(timeShare.burstSeconds, budget.seconds + ((at - budget.at) / 1000) * timeShare.perSecond);
   };
-  const charge = (key: string, startedAt: number) => {
+  /** Takes `seconds` (at most maxChargeSeconds) from the budget of `key`, as of `at`. */
+  const spend = (key: string, seconds: number, at = now()) => {
     if (!timeShare || key === NO_ACCOUNT) return;
-    const at = now();
-    const cost = Math.min(timeShare.maxChargeSeconds, (at - startedAt) / 1000);
-    budgets.set(key, { seconds: budgetOf(key, at) - cost, at });
+    budgets.set(key, { seconds: budgetOf(key, at) - Math.min(timeShare.maxChargeSeconds, seconds), at });
     if (budgets.size > BUDGETS_KEPT) {
       for (const [other] of budgets) if (budgetOf(other, at) >= timeShare.burstSeconds && !held.has(other)) budgets.delete(other);
     }
+  };
+  /** Charges a holding that began at `startedAt` its duration. */
+  const charge = (key: string, startedAt: number) => {
+    if (!timeShare) return;
+    const at = now();
+    spend(key, (at - startedAt) / 1000, at);
   };
   const inBudget = (key: string) => !timeShare || key === NO_ACCOUNT || budgetOf(key, now()) > 0;
   let running = 0;
@@ -188,9 +193,7 @@ export function createAccountSlots({ total, perAccount, timeShare }: { total: nu
     },
     acquire,
     chargeExtra(accountId, seconds) {
-      if (!timeShare || accountId === NO_ACCOUNT || !(seconds > 0)) return;
-      const at = now();
-      budgets.set(accountId, { seconds: budgetOf(accountId, at) - Math.min(timeShare.maxChargeSeconds, seconds), at });
+      if (seconds > 0) spend(accountId, seconds);
     },
     get running() {
       return running;

@@ -14,6 +14,9 @@ export interface AnsweredStates {
   app_state: string;
 }
 
+/** The states an answer carries, in characters of JSON text. */
+export const answeredBytes = (answer: AnsweredStates): number => answer.state.length + answer.user_state.length + answer.app_state.length;
+
 export interface AnswerWeights {
   /** Records the parts of `answer` that weigh at least the threshold (and forgets the ones that no longer do). */
   note(key: SessionKey, answer: AnsweredStates): void;

@@ -68,7 +68,7 @@ import { runForNoAccount } from '../../lib/account-scope.js';
 import type { AccountSlots } from '../../lib/account-slots.js';
 import type { AppendBatchCounts } from '../../lib/metrics-registry.js';
 import type { EventDocument } from './append-plan.js';
-import { createAnswerWeights } from './answer-weights.js';
+import { answeredBytes, createAnswerWeights } from './answer-weights.js';
 import { chooseBatch } from './batch-choice.js';
 import { type AppendedSession, type BatchResult, type BatchRow, type BatchScope, type BatchedAppend, appendBatchInDatabase, appendInDatabase, batchRolledBackWhole, isCitusDatabase, waitedOutLock } from './append.repository.js';
 
@@ -171,7 +171,7 @@ export class AppendBatcher {
       const slots = this.options.expensiveSlots;
       return slots.run(key.accountId, async () => {
         const answer = await this.enqueue(key, id, events, ifMatch);
-        if (answer) slots.chargeExtra(key.accountId, answerBytes(answer) / ANSWER_BYTES_PER_SECOND);
+        if (answer) slots.chargeExtra(key.accountId, answeredBytes(answer) / ANSWER_BYTES_PER_SECOND);
         return answer;
       });
     }
@@ -398,9 +398,6 @@ const REMEMBERED_HEAVY_PARTS = 10_000;
  * the answer written (bench:neighbours attack 5: ~17 ms of server CPU per append answering 1 MB).
  */
 const ANSWER_BYTES_PER_SECOND = 60 * 1024 * 1024;
-
-/** The states an append's answer carries, in characters of JSON text. */
-const answerBytes = (answer: AppendedSession) => answer.state.length + answer.user_state.length + answer.app_state.length;
 
 /** The group commit of one instance's appends on `db` (its append path's, src/modules/events/append.service.ts). */
 export function createAppendBatcher(db: Database, options: AppendBatcherOptions): AppendBatcher {
