@@ -8,6 +8,7 @@ const CITUS_INTEGRATION_SUITES = [
   'sessions-modify',
   'sessions-list',
   'sessions-list-bytes',
+  'sessions-list-pieces',
   'events-append',
   'events-concurrency',
   'state-at-event',

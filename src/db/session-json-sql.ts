@@ -1,7 +1,7 @@
 // The session as the API shows it, as SQL text that PostgreSQL turns into JSON: shared by the
-// sessions module's describe read (session-json.repository.ts) and the context read
-// (context.repository.ts), which extends it with the newest events. Text, not a query: the
-// repositories prepare and run it.
+// sessions module's describe read (session-json.repository.ts) and lists (sessions.repository.ts)
+// and the context read (context.repository.ts), which extends it with the newest events. Text, not
+// a query: the repositories prepare and run it.
 import type { SessionKey } from './keys.js';
 import { sessionNotExpiredText } from './sql-fragments.js';
 
@@ -12,22 +12,39 @@ export const isoTimestamp = (column: string): string => `to_char(${column} AT TI
  * mergedStateView (src/modules/state/scoped-state.ts) in SQL: the session's own keys, the user's
  * `user:*` and the space's `app:*` keys, each scope contributing only keys of its own prefix (so a
  * stray key stored in the wrong place neither shadows nor leaks). The parts are disjoint by prefix,
- * so the order of `||` does not matter. `s`, `u`, `a`: sessions, space_users, session_spaces.
+ * so the order of `||` does not matter. `session` is the sessions row's alias; `userState` and
+ * `appState` the expressions of its user's and its space's state.
  */
-const MERGED_STATE = `(
-  (s.state - ARRAY(SELECT k FROM jsonb_object_keys(s.state) AS k WHERE k ^@ 'user:' OR k ^@ 'app:' OR k ^@ 'temp:'))
-  || (u.state - ARRAY(SELECT k FROM jsonb_object_keys(u.state) AS k WHERE NOT k ^@ 'user:'))
-  || (a.state - ARRAY(SELECT k FROM jsonb_object_keys(a.state) AS k WHERE NOT k ^@ 'app:'))
+const mergedState = ({ session, userState, appState }: SharedStateColumns) => `(
+  (${session}.state - ARRAY(SELECT k FROM jsonb_object_keys(${session}.state) AS k WHERE k ^@ 'user:' OR k ^@ 'app:' OR k ^@ 'temp:'))
+  || (${userState} - ARRAY(SELECT k FROM jsonb_object_keys(${userState}) AS k WHERE NOT k ^@ 'user:'))
+  || (${appState} - ARRAY(SELECT k FROM jsonb_object_keys(${appState}) AS k WHERE NOT k ^@ 'app:'))
 )`;
 
-/** The Session view as text (cast: pg would parse a json column). Every field is always present. */
-const SESSION_JSON = `json_build_object(
-  'spaceId', s.space_id, 'userId', s.user_id, 'sessionId', s.session_id, 'title', s.title,
-  'metadata', s.metadata, 'state', ${MERGED_STATE}, 'memo', s.memo,
-  'windowStartSeq', s.window_start_seq, 'eventCount', s.event_count, 'revision', s.revision,
-  'createTime', ${isoTimestamp('s.create_time')}, 'updateTime', ${isoTimestamp('s.update_time')},
-  'expireTime', ${isoTimestamp('s.expire_time')}
+/** Where a session's row and the two states shared with it are found in a query. */
+export interface SharedStateColumns {
+  session: string;
+  userState: string;
+  appState: string;
+}
+
+/**
+ * The Session view as text (cast: pg would parse a json column), over a sessions row and its shared
+ * states (the describe and context reads join them; a session list's page carries them as columns).
+ * Every field is always present.
+ */
+export const sessionJson = (columns: SharedStateColumns): string => {
+  const s = columns.session;
+  return `json_build_object(
+  'spaceId', ${s}.space_id, 'userId', ${s}.user_id, 'sessionId', ${s}.session_id, 'title', ${s}.title,
+  'metadata', ${s}.metadata, 'state', ${mergedState(columns)}, 'memo', ${s}.memo,
+  'windowStartSeq', ${s}.window_start_seq, 'eventCount', ${s}.event_count, 'revision', ${s}.revision,
+  'createTime', ${isoTimestamp(`${s}.create_time`)}, 'updateTime', ${isoTimestamp(`${s}.update_time`)},
+  'expireTime', ${isoTimestamp(`${s}.expire_time`)}
 )::text`;
+};
+
+const SESSION_JSON = sessionJson({ session: 's', userState: 'u.state', appState: 'a.state' });
 
 /**
  * The live session $1–$4 (account, space, user, session) joined to its user's and its space's rows,

@@ -13,6 +13,7 @@
 // Either way the route keeps its zod response schema: it still describes the answer in the OpenAPI
 // document, and error answers still go through the route's serializer.
 import { randomBytes } from 'node:crypto';
+import { Readable } from 'node:stream';
 import type { FastifyReply, FastifySerializerCompiler } from 'fastify';
 
 export const viewSerializerCompiler: FastifySerializerCompiler<unknown> = () => (data: unknown) => JSON.stringify(data);
@@ -26,6 +27,25 @@ const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
  */
 export function sendJsonText(reply: FastifyReply, json: string): FastifyReply {
   return reply.type(JSON_CONTENT_TYPE).send(json);
+}
+
+/**
+ * Above this many characters an answer of pieces is written piece by piece rather than joined: a
+ * page of large states is megabytes, and joining it, then encoding the whole of it to the socket,
+ * are each one piece of work of the event loop that every other request of every tenant waits
+ * behind (tens of milliseconds at 4 MB here). Below it one string with a Content-Length costs less.
+ */
+export const PIECEWISE_ANSWER_CHARS = 256 * 1024;
+
+/**
+ * Sends the JSON text `pieces` make together, as sendJsonText does; a large one as a stream of its
+ * pieces (chunked transfer coding), each written when the socket has taken the ones before.
+ */
+export function sendJsonPieces(reply: FastifyReply, pieces: string[]): FastifyReply {
+  let chars = 0;
+  for (const piece of pieces) chars += piece.length;
+  if (chars <= PIECEWISE_ANSWER_CHARS) return sendJsonText(reply, pieces.join(''));
+  return reply.type(JSON_CONTENT_TYPE).send(Readable.from(pieces, { objectMode: false, highWaterMark: PIECEWISE_ANSWER_CHARS }));
 }
 
 /**

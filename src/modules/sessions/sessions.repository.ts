@@ -4,6 +4,7 @@ import type { Executor } from '../../db/connect.js';
 import { containsPattern } from '../../db/like.js';
 import type { SessionKey, UserKey } from '../../db/keys.js';
 import type { DB, JsonObject, SessionRow } from '../../db/schema.js';
+import { sessionJson } from '../../db/session-json-sql.js';
 import { NOW_MS, SESSION_NOT_EXPIRED } from '../../db/sql-fragments.js';
 
 /** How a write sets expire_time: a fixed time, seconds from the database's now, or none. */
@@ -284,10 +285,43 @@ function matchingCatalogRows(db: Executor, filter: SessionFilter) {
  * page, and joining only the page's rows keeps the users' rows out of that (a hash join of the
  * whole space's users, otherwise).
  */
-export async function listSessionRows(db: Executor, page: SessionPageRequest): Promise<{ rows: SessionWithSharedState[]; candidates: number }> {
+export function listSessionRows(db: Executor, page: SessionPageRequest): Promise<SessionListRows<SessionWithSharedState>> {
+  return withSharedState<SessionWithSharedState>(db, page, sql`s.*`);
+}
+
+/** A list page's session as the API's JSON text, with the columns its next page token is made of. */
+export interface SessionJsonListRow {
+  user_id: string;
+  session_id: string;
+  update_time: Date;
+  create_time: Date;
+  session_json: string;
+}
+
+/**
+ * listSessionRows with each session written by PostgreSQL as the API's JSON (the describe read's
+ * text): the REST lists send it on unparsed. A page of large states is megabytes; parsing it, merging
+ * the states and writing them out again held this process's event loop for over 100 ms a page, for
+ * every tenant (bench/README.md, bench:neighbours attack 6).
+ */
+export function listSessionJsonRows(db: Executor, page: SessionPageRequest): Promise<SessionListRows<SessionJsonListRow>> {
+  const json = sessionJson({ session: 's', userState: 's.user_state', appState: 's.app_state' });
+  return withSharedState<SessionJsonListRow>(db, page, sql.raw(`s.user_id, s.session_id, s.update_time, s.create_time, ${json} AS session_json`));
+}
+
+export interface SessionListRows<Row> {
+  rows: Row[];
+  /** How many sessions the page query chose: more than `rows` means the byte budget or pageSize+1 cut the page. */
+  candidates: number;
+}
+
+/** The columns a page is ordered by: one user's list pages by (time, session_id); a space's by (time, user_id, session_id). */
+const orderKeys = (page: SessionPageRequest): string[] => (page.scope === 'user' ? [page.orderBy, 'session_id'] : [page.orderBy, 'user_id', 'session_id']);
+
+/** The page's sessions, chosen on their keys: a sessions query that withSharedState sizes and joins. */
+function chosenSessions(db: Executor, page: SessionPageRequest): SelectQueryBuilder<DB, 'sessions', SessionRow> {
   const table = page.orderBy === 'create_time' ? 'session_catalog' : 'sessions';
-  const keys = page.scope === 'user' ? [page.orderBy, 'session_id'] : [page.orderBy, 'user_id', 'session_id'];
-  const columns = keys.map((column) => sql.ref(`${table}.${column}`));
+  const columns = orderKeys(page).map((column) => sql.ref(`${table}.${column}`));
   let after: RawBuilder<SqlBool> | undefined;
   if (page.after) {
     const { time, userId, sessionId } = page.after;
@@ -305,18 +339,17 @@ export async function listSessionRows(db: Executor, page: SessionPageRequest): P
   // order's index), and only the page's rows are read whole: a skipped session's state, metadata
   // and memo are never read. test/integration/offset-paging.test.ts checks the plan. A list by
   // create time reads its keys from the catalog, and its rows from sessions likewise.
-  const budget = { accountId: page.filter.accountId, spaceId: page.filter.spaceId, maxBytes: page.maxBytes };
   let chosenKeys;
   if (table === 'sessions') {
     const seek = onePage(matchingSessions(db, page.filter));
-    if (!page.offset) return withSharedState(db, seek.selectAll('sessions'), keys, page.direction, budget);
+    if (!page.offset) return seek.selectAll('sessions');
     chosenKeys = seek.offset(page.offset).select(['sessions.account_id', 'sessions.space_id', 'sessions.user_id', 'sessions.session_id']);
   } else {
     let seek = onePage(matchingCatalogRows(db, page.filter));
     if (page.offset) seek = seek.offset(page.offset);
     chosenKeys = seek.select(['session_catalog.account_id', 'session_catalog.space_id', 'session_catalog.user_id', 'session_catalog.session_id']);
   }
-  const chosen = db
+  return db
     .selectFrom(chosenKeys.as('chosen'))
     .innerJoin('sessions', (join) =>
       join
@@ -326,7 +359,6 @@ export async function listSessionRows(db: Executor, page: SessionPageRequest): P
         .onRef('sessions.session_id', '=', 'chosen.session_id'),
     )
     .selectAll('sessions');
-  return withSharedState(db, chosen, keys, page.direction, budget);
 }
 
 /**
@@ -352,21 +384,16 @@ const stateSize = (column: string) => sql<number>`pg_column_size('{}'::jsonb || 
  * stops after a few: work bounded by the request's pageSize (a walk that stops at the budget, a
  * recursive CTE, is refused by Citus), and made cheap by stateSize.
  */
-async function withSharedState(
-  db: Executor,
-  page: SelectQueryBuilder<DB, 'sessions', SessionRow>,
-  keys: string[],
-  direction: 'asc' | 'desc',
-  { accountId, spaceId, maxBytes }: { accountId: string; spaceId: string; maxBytes: number },
-): Promise<{ rows: SessionWithSharedState[]; candidates: number }> {
-  const order = (alias: string) => sql.join(keys.map((key) => sql`${sql.ref(`${alias}.${key}`)} ${sql.raw(direction)}`));
+async function withSharedState<Row>(db: Executor, request: SessionPageRequest, columns: RawBuilder<unknown>): Promise<SessionListRows<Row>> {
+  const { accountId, spaceId } = request.filter;
+  const order = (alias: string) => sql.join(orderKeys(request).map((key) => sql`${sql.ref(`${alias}.${key}`)} ${sql.raw(request.direction)}`));
   // MATERIALIZED: each size is measured once (an inlined CTE repeats an expression wherever it is
   // used), and a row's states travel through as TOAST pointers until the final select sends the
   // rows within the budget. The account and space as constants, for Citus to see one shard.
-  const { rows } = await sql<SessionWithSharedState & { candidates: string }>`
+  const { rows } = await sql<Row & { candidates: string }>`
     WITH page AS MATERIALIZED (
       SELECT p.*, ${stateSize('p.state')} + octet_length(p.metadata::text) + coalesce(octet_length(p.memo::text), 0) AS own_bytes
-      FROM (${page}) AS p
+      FROM (${chosenSessions(db, request)}) AS p
     ), page_users AS MATERIALIZED (
       SELECT user_id, state, ${stateSize('state')} AS bytes FROM space_users
       WHERE account_id = ${accountId} AND space_id = ${spaceId} AND user_id IN (SELECT user_id FROM page)
@@ -378,9 +405,9 @@ async function withSharedState(
       FROM page JOIN page_users AS u ON u.user_id = page.user_id CROSS JOIN page_space AS a
       WINDOW w AS (ORDER BY ${order('page')} ROWS UNBOUNDED PRECEDING)
     )
-    SELECT sized.*, (SELECT count(*) FROM page) AS candidates FROM sized
-    WHERE sized.bytes_through <= ${maxBytes} OR sized.position = 1
-    ORDER BY ${order('sized')}`.execute(db);
+    SELECT ${columns}, (SELECT count(*) FROM page) AS candidates FROM sized AS s
+    WHERE s.bytes_through <= ${request.maxBytes} OR s.position = 1
+    ORDER BY ${order('s')}`.execute(db);
   return { rows, candidates: rows.length > 0 ? Number(rows[0]!.candidates) : 0 };
 }
 

@@ -3,12 +3,12 @@ import { z } from 'zod';
 import { invalidParameter } from '../../errors.js';
 import { IfMatchHeaders, SessionPath, SpacePath, UserPath, errorResponses } from '../../http/schemas.js';
 import { etagOf, parseIfMatch } from '../../lib/preconditions.js';
-import { sendJsonText } from '../../http/view-serializer.js';
+import { sendJsonPieces, sendJsonText } from '../../http/view-serializer.js';
 import type { AppDeps, ZodApp } from '../../http/zod-app.js';
 import { maySeeSessionContents, writtenSessionAnswer } from './session-disclosure.js';
 import { Session, WrittenSession } from './session.model.js';
 import { CreateHeaders, SessionList, sessionSchemas } from './sessions.schemas.js';
-import { createSession, deleteSession, describeSession, listSessions, modifySession } from './sessions.service.js';
+import { createSession, deleteSession, describeSession, listSessionsJson, modifySession } from './sessions.service.js';
 
 const USER_SESSIONS = '/spaces/:spaceId/users/:userId/sessions';
 const ONE_SESSION = `${USER_SESSIONS}/:sessionId`;
@@ -71,9 +71,10 @@ export async function sessionsRoutes(app: ZodApp, { db, limits, pageTokens, expe
         response: { 200: SessionList, ...errorResponses('InvalidParameter.PageToken', 'ResourceNotFound.SessionSpace') },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const { spaceId, userId } = request.params;
-      return expensiveSlots.run(request.principal.accountId, () => listSessions(db, limits, pageTokens, { accountId: request.principal.accountId, spaceId, userId }, request.query));
+      const pieces = await expensiveSlots.run(request.principal.accountId, () => listSessionsJson(db, limits, pageTokens, { accountId: request.principal.accountId, spaceId, userId }, request.query));
+      return sendJsonPieces(reply, pieces);
     },
   );
 
@@ -91,7 +92,10 @@ export async function sessionsRoutes(app: ZodApp, { db, limits, pageTokens, expe
         response: { 200: SessionList, ...errorResponses('InvalidParameter.PageToken', 'ResourceNotFound.SessionSpace') },
       },
     },
-    async (request) => expensiveSlots.run(request.principal.accountId, () => listSessions(db, limits, pageTokens, { accountId: request.principal.accountId, spaceId: request.params.spaceId }, request.query)),
+    async (request, reply) => {
+      const pieces = await expensiveSlots.run(request.principal.accountId, () => listSessionsJson(db, limits, pageTokens, { accountId: request.principal.accountId, spaceId: request.params.spaceId }, request.query));
+      return sendJsonPieces(reply, pieces);
+    },
   );
 
   app.get(

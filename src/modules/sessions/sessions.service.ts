@@ -26,6 +26,8 @@ import type { CreateSessionInput, ListSessionsQuery, ModifySessionInput } from '
 import {
   type ExpirySetting,
   type SessionFilter,
+  type SessionListRows,
+  type SessionPageRequest,
   adjustSessionCount,
   countSessions,
   deleteSessionRow,
@@ -33,6 +35,7 @@ import {
   findLiveSessionWithSharedState,
   insertSessionIfAbsent,
   newSessionValues,
+  listSessionJsonRows,
   listSessionRows,
   lockSession,
   updateSessionRow,
@@ -189,16 +192,62 @@ export interface SessionPage {
   totalCount?: number;
 }
 
-/** One user's sessions (`userId` given) or a whole space's (admin view, optional user/session filters). */
+/** Who lists which sessions: one user's (`userId` given) or a whole space's (admin view, optional user/session filters). */
+export interface ListScope {
+  accountId: string;
+  spaceId: string;
+  userId?: string;
+}
+
+/**
+ * One page of sessions, the API's SessionList as the pieces of its JSON text: each session written
+ * by PostgreSQL (the describe read's text), sent on unparsed by the REST lists. What a page of large
+ * states costs this process is then its bytes, not a parse, a merge and a serialization of every
+ * state; the pieces are left unjoined, for sendJsonPieces.
+ */
+export async function listSessionsJson(db: Database, limits: Limits, tokens: PageTokens, scope: ListScope, query: ListSessionsQuery): Promise<string[]> {
+  const page = await findSessionPage(db, limits, tokens, scope, query, 0, listSessionJsonRows);
+  const pieces = ['{"sessions":['];
+  page.rows.forEach((row, index) => pieces.push(index === 0 ? row.session_json : `,${row.session_json}`));
+  const next = page.nextPageToken === undefined ? '' : `,"nextPageToken":${JSON.stringify(page.nextPageToken)}`;
+  const total = page.totalCount === undefined ? '' : `,"totalCount":${page.totalCount}`;
+  pieces.push(`]${next}${total}}`);
+  return pieces;
+}
+
+/** One page of sessions as views (the API 3.0 face, which answers them in its own model). */
 export async function listSessions(
   db: Database,
   limits: Limits,
   tokens: PageTokens,
-  scope: { accountId: string; spaceId: string; userId?: string },
+  scope: ListScope,
   query: ListSessionsQuery,
   /** Matching sessions to skip before the page, in the database (the API 3.0 face's Offset). */
   offset = 0,
 ): Promise<SessionPage> {
+  const { rows, ...page } = await findSessionPage(db, limits, tokens, scope, query, offset, listSessionRows);
+  return { sessions: rows.map(sessionViewOf), ...page };
+}
+
+/** The keys of a listed session that its next page token is made of. */
+type ListedSessionKeys = Pick<SessionRow, 'user_id' | 'session_id' | 'update_time' | 'create_time'>;
+
+/** A page's rows, and what the answer carries besides. */
+interface FoundPage<Row> {
+  rows: Row[];
+  nextPageToken?: string;
+  totalCount?: number;
+}
+
+async function findSessionPage<Row extends ListedSessionKeys>(
+  db: Database,
+  limits: Limits,
+  tokens: PageTokens,
+  scope: ListScope,
+  query: ListSessionsQuery,
+  offset: number,
+  readRows: (db: Database, page: SessionPageRequest) => Promise<SessionListRows<Row>>,
+): Promise<FoundPage<Row>> {
   const filter = filterFrom(limits, scope, query);
   const orderBy = query.orderBy === 'createTime' ? 'create_time' : 'update_time';
   // The token is bound to everything that shapes the result, including the path it was issued for.
@@ -219,7 +268,7 @@ export async function listSessions(
   const after = query.pageToken ? positionFrom(tokens.decode(query.pageToken, fingerprint, ['time', 'id', 'id'])) : undefined;
 
   await findSpaceOrThrow(db, scope.accountId, scope.spaceId);
-  const { rows, candidates } = await listSessionRows(db, {
+  const { rows, candidates } = await readRows(db, {
     filter,
     orderBy,
     direction: query.order,
@@ -231,7 +280,7 @@ export async function listSessions(
   });
   const page = rows.slice(0, query.pageSize);
   const last = page.at(-1);
-  const result: SessionPage = { sessions: page.map(sessionViewOf) };
+  const result: FoundPage<Row> = { rows: page };
   // More follow when the page query found more than the page holds: past pageSize, or past the
   // byte budget (a page shorter than pageSize with a nextPageToken).
   if (candidates > page.length && last) {
