@@ -290,7 +290,7 @@ async function findSessionPage<Row extends ListedSessionKeys>(
   return result;
 }
 
-function filterFrom(limits: Limits, scope: { accountId: string; spaceId: string; userId?: string }, query: ListSessionsQuery): SessionFilter {
+function filterFrom(limits: Limits, scope: ListScope, query: ListSessionsQuery): SessionFilter {
   if (query.title !== undefined && query.titleLike !== undefined) throw invalidParameter('titleLike', 'give either title or titleLike, not both');
   const metadata = new Map<string, string[]>();
   for (const item of query.metadata ?? []) {
