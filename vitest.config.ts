@@ -9,6 +9,7 @@ const CITUS_INTEGRATION_SUITES = [
   'sessions-list',
   'sessions-list-bytes',
   'sessions-list-pieces',
+  'events-list-pieces',
   'events-append',
   'events-concurrency',
   'state-at-event',

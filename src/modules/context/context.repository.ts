@@ -10,29 +10,13 @@ import type { Executor } from '../../db/connect.js';
 import { preparedStatement } from '../../db/prepared-statements.js';
 import type { DB } from '../../db/schema.js';
 import { NOW_MS } from '../../db/sql-fragments.js';
-import { isoTimestamp, liveSessionQuery, sessionKeyParameters } from '../../db/session-json-sql.js';
+import { eventJson } from '../../db/event-json-sql.js';
+import { liveSessionQuery, sessionKeyParameters } from '../../db/session-json-sql.js';
 import type { SessionJsonRow } from '../sessions/index.js';
 import type { SessionKey } from '../../db/keys.js';
 
-/**
- * toEventView in SQL, over `e` (an events row with its content as text, `content_text`): the
- * optional fields are left out when null (concat skips a NULL argument, and `',"x":' || NULL` is
- * NULL). Top-level fields are written compactly, the jsonb columns as jsonb writes them
- * (`{"a": 1}`), which compactJsonLength measures as JSON.stringify would.
- */
-const EVENT_JSON = `concat(
-  '{"seq":', e.seq,
-  ',"eventId":', to_json(e.event_id)::text,
-  ',"invocationId":'::text || to_json(e.invocation_id)::text,
-  ',"author":', to_json(e.author)::text,
-  ',"content":'::text || e.content_text,
-  ',"actions":'::text || e.actions::text,
-  ',"metadata":'::text || e.metadata::text,
-  ',"extensions":'::text || e.extensions::text,
-  ',"errorCode":'::text || to_json(e.error_code)::text,
-  ',"errorMessage":'::text || to_json(e.error_message)::text,
-  ',"timestamp":"', ${isoTimestamp('e.event_time')}, '","createTime":"', ${isoTimestamp('e.create_time')}, '"}'
-)`;
+/** An event of the newest, as the API shows it (its content as text once: used twice). */
+const EVENT_JSON = eventJson({ event: 'e', contentText: 'e.content_text' });
 
 /**
  * What the window selection needs of an event's parts besides its size: each function call and

@@ -1,6 +1,6 @@
 import { SessionPath, errorResponses } from '../../http/schemas.js';
 import { etagOf, parseIfMatch } from '../../lib/preconditions.js';
-import { RAW_JSON_SLOT, jsonWithRawValue, sendJsonText, viewSerializerCompiler } from '../../http/view-serializer.js';
+import { RAW_JSON_SLOT, jsonWithRawValue, sendJsonPieces, sendJsonText, viewSerializerCompiler } from '../../http/view-serializer.js';
 import type { AppDeps, ZodApp } from '../../http/zod-app.js';
 import type { AppendDeps } from './append.service.js';
 import { maySeeSessionContents, writtenSessionAnswer } from '../sessions/index.js';
@@ -15,7 +15,7 @@ import {
   appendEventsBody,
   appendEventsValidatorCompiler,
 } from './events.schemas.js';
-import { getSessionEvent, listSessionEvents } from './events.service.js';
+import { getSessionEvent, listSessionEventsJson } from './events.service.js';
 
 const EVENTS = '/spaces/:spaceId/users/:userId/sessions/:sessionId/events';
 
@@ -79,7 +79,6 @@ export async function eventsRoutes(app: ZodApp, { db, limits, metrics, pageToken
     EVENTS,
     {
       config: { action: 'session:DescribeEvents' },
-      serializerCompiler: viewSerializerCompiler,
       schema: {
         tags: ['events'],
         summary: 'List a session\'s events',
@@ -93,7 +92,7 @@ export async function eventsRoutes(app: ZodApp, { db, limits, metrics, pageToken
         },
       },
     },
-    async (request) => listSessionEvents(db, pageTokens, { accountId: request.principal.accountId, ...request.params }, request.query),
+    async (request, reply) => sendJsonPieces(reply, await listSessionEventsJson(db, pageTokens, { accountId: request.principal.accountId, ...request.params }, request.query)),
   );
 
   app.get(

@@ -6,7 +6,7 @@ import type { PageTokens } from '../../lib/page-token.js';
 import { sessionNotFound } from '../sessions/index.js';
 import { type EventView, toEventView } from './event.model.js';
 import type { SessionKey } from '../../db/keys.js';
-import { type EventFilters, countEvents, findEvent, findLiveSessionId, listEvents } from './events.repository.js';
+import { type EventFilters, type EventPage, countEvents, findEvent, findLiveSessionId, listEventJsons, listEvents } from './events.repository.js';
 import type { ListEventsQueryValue } from './events.schemas.js';
 
 
@@ -16,8 +16,43 @@ export interface ListEventsResult {
   totalCount?: number;
 }
 
+/**
+ * A page of a session's events, the API's answer as the pieces of its JSON text: each event written
+ * by PostgreSQL (as the context read writes it), sent on unparsed by the REST list, the pieces left
+ * unjoined for sendJsonPieces. A page of large events then costs this process its bytes, not a
+ * parse and a serialization of every content.
+ */
+export async function listSessionEventsJson(db: Database, tokens: PageTokens, key: SessionKey, query: ListEventsQueryValue): Promise<string[]> {
+  const page = await findEventsPage(db, tokens, key, query, 0, listEventJsons);
+  const pieces = ['{"events":['];
+  page.rows.forEach((row, index) => pieces.push(index === 0 ? row.json : `,${row.json}`));
+  const next = page.nextPageToken === undefined ? '' : `,"nextPageToken":${JSON.stringify(page.nextPageToken)}`;
+  const total = page.totalCount === undefined ? '' : `,"totalCount":${page.totalCount}`;
+  pieces.push(`]${next}${total}}`);
+  return pieces;
+}
+
 /** `offset`: matching events to skip before the page, in the database (the API 3.0 face's Offset). */
 export async function listSessionEvents(db: Database, tokens: PageTokens, key: SessionKey, query: ListEventsQueryValue, offset = 0): Promise<ListEventsResult> {
+  const { rows, ...page } = await findEventsPage(db, tokens, key, query, offset, listEvents);
+  return { events: rows.map(toEventView), ...page };
+}
+
+/** A page's rows, and what the answer carries besides. */
+interface FoundPage<Row> {
+  rows: Row[];
+  nextPageToken?: string;
+  totalCount?: number;
+}
+
+async function findEventsPage<Row extends { seq: number }>(
+  db: Database,
+  tokens: PageTokens,
+  key: SessionKey,
+  query: ListEventsQueryValue,
+  offset: number,
+  readRows: (db: Database, key: SessionKey, filters: EventFilters, page: EventPage) => Promise<Row[]>,
+): Promise<FoundPage<Row>> {
   const { pageSize, pageToken, includeTotal, ...shape } = query;
   // The token is bound to the session and to everything that shapes the result except the page size.
   const fingerprint = { accountId: key.accountId, spaceId: key.spaceId, userId: key.userId, sessionId: key.sessionId, ...shape };
@@ -31,9 +66,9 @@ export async function listSessionEvents(db: Database, tokens: PageTokens, key: S
     before: query.before === undefined ? undefined : new Date(query.before),
     author: query.author,
   };
-  const rows = await listEvents(db, key, filters, { order: query.order, cursorSeq, limit: pageSize + 1, offset });
+  const rows = await readRows(db, key, filters, { order: query.order, cursorSeq, limit: pageSize + 1, offset });
   const page = rows.slice(0, pageSize);
-  const result: ListEventsResult = { events: page.map(toEventView) };
+  const result: FoundPage<Row> = { rows: page };
   if (rows.length > pageSize) result.nextPageToken = tokens.encode(fingerprint, [page[page.length - 1]!.seq]);
   if (includeTotal) result.totalCount = await countEvents(db, key, filters);
   return result;
