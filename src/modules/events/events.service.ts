@@ -2,6 +2,7 @@
 // append.service.ts.
 import type { Database } from '../../db/connect.js';
 import { AppError } from '../../errors.js';
+import { listAnswerPieces } from '../../lib/list-answer-pieces.js';
 import type { PageTokens } from '../../lib/page-token.js';
 import { sessionNotFound } from '../sessions/index.js';
 import { type EventView, toEventView } from './event.model.js';
@@ -24,12 +25,7 @@ export interface ListEventsResult {
  */
 export async function listSessionEventsJson(db: Database, tokens: PageTokens, key: SessionKey, query: ListEventsQueryValue): Promise<string[]> {
   const page = await findEventsPage(db, tokens, key, query, 0, listEventJsons);
-  const pieces = ['{"events":['];
-  page.rows.forEach((row, index) => pieces.push(index === 0 ? row.json : `,${row.json}`));
-  const next = page.nextPageToken === undefined ? '' : `,"nextPageToken":${JSON.stringify(page.nextPageToken)}`;
-  const total = page.totalCount === undefined ? '' : `,"totalCount":${page.totalCount}`;
-  pieces.push(`]${next}${total}}`);
-  return pieces;
+  return listAnswerPieces('events', page.rows.map((row) => row.json), page);
 }
 
 /** `offset`: matching events to skip before the page, in the database (the API 3.0 face's Offset). */

@@ -4,6 +4,7 @@ import type { Limits } from '../../config.js';
 import type { Database, Executor } from '../../db/connect.js';
 import type { JsonObject, SessionRow } from '../../db/schema.js';
 import { AppError, invalidParameter } from '../../errors.js';
+import { listAnswerPieces } from '../../lib/list-answer-pieces.js';
 import type { PageTokens } from '../../lib/page-token.js';
 import { type IfMatch, assertIfMatch, etagOf } from '../../lib/preconditions.js';
 import { newSessionId } from '../../lib/ids.js';
@@ -207,12 +208,7 @@ export interface ListScope {
  */
 export async function listSessionsJson(db: Database, limits: Limits, tokens: PageTokens, scope: ListScope, query: ListSessionsQuery): Promise<string[]> {
   const page = await findSessionPage(db, limits, tokens, scope, query, 0, listSessionJsonRows);
-  const pieces = ['{"sessions":['];
-  page.rows.forEach((row, index) => pieces.push(index === 0 ? row.session_json : `,${row.session_json}`));
-  const next = page.nextPageToken === undefined ? '' : `,"nextPageToken":${JSON.stringify(page.nextPageToken)}`;
-  const total = page.totalCount === undefined ? '' : `,"totalCount":${page.totalCount}`;
-  pieces.push(`]${next}${total}}`);
-  return pieces;
+  return listAnswerPieces('sessions', page.rows.map((row) => row.session_json), page);
 }
 
 /** One page of sessions as views (the API 3.0 face, which answers them in its own model). */
