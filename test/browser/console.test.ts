@@ -407,7 +407,9 @@ describe('the console', () => {
     const defaultSpace = t.account.defaultSpaceId;
     // Every load of the space it may not describe is refused.
     const page = await signedIn({ token: readOnlyToken, expectedAnswers: [{ status: 403, url: new RegExp(`/v1/spaces/${defaultSpace}(/|$|\\?)`) }] });
-    // The list of spaces shows only the space it may describe.
+    // The list of spaces shows only the space it may describe (once it is drawn: the heading comes
+    // before the list's answer, and reading the rows at once raced it).
+    await page.locator('tbody tr').first().waitFor();
     expect(await page.locator('tbody tr').allTextContents()).toHaveLength(1);
     await openSession(page, 'alice', 'trip-42');
     await page.getByText('Read-only access').waitFor();
