@@ -10,7 +10,7 @@
 // - sendJsonText: for answers PostgreSQL wrote as JSON text in the schema's shape (describe, the
 //   context read): sent as they are, neither parsed nor serialized. Fastify hands a string with a
 //   JSON content type straight to onSend, past the route's serializer.
-// - sendJsonPieces: the same for answers of many such texts (the session lists), which may be
+// - sendJsonPieces: the same for answers of many such texts (the session and event lists), which may be
 //   megabytes: a large one goes out piece by piece.
 // Either way the route keeps its zod response schema: it still describes the answer in the OpenAPI
 // document, and error answers still go through the route's serializer.

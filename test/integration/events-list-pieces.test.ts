@@ -4,7 +4,7 @@
 // describing that event answers, whichever optional fields it has. Over a real socket, because the
 // transfer coding is what is checked.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PIECEWISE_ANSWER_CHARS } from '../../src/http/view-serializer.js';
+import { fetchPiecewiseAnswer, fetchWholeAnswer } from '../support/list-answers.js';
 import { listenOnLoopback } from '../support/tencent-client.js';
 import { createTestApp, type TestApp } from '../support/test-app.js';
 
@@ -60,14 +60,7 @@ async function expectAsDescribed(events: Listed[]): Promise<void> {
 describe('the REST event list', () => {
   it('sends a page larger than PIECEWISE_ANSWER_CHARS in chunked transfer coding, every event as describing it answers', async () => {
     for (const order of ['asc', 'desc']) {
-      const res = await fetch(`${base}${session}/events?pageSize=100&order=${order}&includeTotal=true`, { headers });
-      expect(res.status).toBe(200);
-      expect(res.headers.get('content-type')).toBe('application/json; charset=utf-8');
-      expect(res.headers.get('transfer-encoding')).toBe('chunked');
-      expect(res.headers.get('content-length')).toBeNull();
-      const text = await res.text();
-      expect(text.length).toBeGreaterThan(PIECEWISE_ANSWER_CHARS);
-      const body = JSON.parse(text) as { events: Listed[]; totalCount?: number; nextPageToken?: string };
+      const body = await fetchPiecewiseAnswer<{ events: Listed[]; totalCount?: number; nextPageToken?: string }>(`${base}${session}/events?pageSize=100&order=${order}&includeTotal=true`, headers);
       const ids = body.events.map((event) => event.eventId);
       expect(ids).toEqual(order === 'asc' ? ['e1', 'e2', 'e3', 'e4', 'e5'] : ['e5', 'e4', 'e3', 'e2', 'e1']);
       expect(body.totalCount).toBe(EVENTS.length);
@@ -82,12 +75,7 @@ describe('the REST event list', () => {
   });
 
   it('sends a small page whole, with its Content-Length, through filters, offsets of a cursor and the page token', async () => {
-    const res = await fetch(`${base}${session}/events?pageSize=1&author=agent`, { headers });
-    expect(res.status).toBe(200);
-    expect(res.headers.get('transfer-encoding')).toBeNull();
-    const text = await res.text();
-    expect(Number(res.headers.get('content-length'))).toBe(Buffer.byteLength(text));
-    const first = JSON.parse(text) as { events: Listed[]; nextPageToken?: string };
+    const first = await fetchWholeAnswer<{ events: Listed[]; nextPageToken?: string }>(`${base}${session}/events?pageSize=1&author=agent`, headers);
     expect(first.events.map((event) => event.eventId)).toEqual(['e2']);
     await expectAsDescribed(first.events);
     const next = await fetch(`${base}${session}/events?pageSize=1&author=agent&pageToken=${encodeURIComponent(first.nextPageToken!)}`, { headers });

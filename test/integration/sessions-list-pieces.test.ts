@@ -4,7 +4,7 @@
 // go (each of which held the event loop, for every tenant, for tens of milliseconds at 4 MB). Over
 // a real socket, because the transfer coding is what is checked.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PIECEWISE_ANSWER_CHARS } from '../../src/http/view-serializer.js';
+import { fetchPiecewiseAnswer, fetchWholeAnswer } from '../support/list-answers.js';
 import { listenOnLoopback } from '../support/tencent-client.js';
 import { createTestApp, type TestApp } from '../support/test-app.js';
 
@@ -54,14 +54,7 @@ interface Listed {
 describe('the REST session lists', () => {
   it('send a page larger than PIECEWISE_ANSWER_CHARS in chunked transfer coding, every session as describe answers it', async () => {
     for (const path of [`/v1/spaces/${largeSpace}/sessions?pageSize=100&includeTotal=true`, `/v1/spaces/${largeSpace}/users/u0/sessions?pageSize=100`]) {
-      const res = await fetch(`${base}${path}`, { headers });
-      expect(res.status).toBe(200);
-      expect(res.headers.get('content-type')).toBe('application/json; charset=utf-8');
-      expect(res.headers.get('transfer-encoding')).toBe('chunked');
-      expect(res.headers.get('content-length')).toBeNull();
-      const text = await res.text();
-      expect(text.length).toBeGreaterThan(PIECEWISE_ANSWER_CHARS);
-      const body = JSON.parse(text) as { sessions: Listed[]; totalCount?: number; nextPageToken?: string };
+      const body = await fetchPiecewiseAnswer<{ sessions: Listed[]; totalCount?: number; nextPageToken?: string }>(`${base}${path}`, headers);
       expect(body.nextPageToken).toBeUndefined();
       const expected = path.includes('/users/') ? LARGE_SESSIONS / 2 : LARGE_SESSIONS;
       expect(body.sessions).toHaveLength(expected);
@@ -77,12 +70,7 @@ describe('the REST session lists', () => {
   });
 
   it('send a small page whole, with its Content-Length', async () => {
-    const res = await fetch(`${base}/v1/spaces/${smallSpace}/sessions?pageSize=1`, { headers });
-    expect(res.status).toBe(200);
-    expect(res.headers.get('transfer-encoding')).toBeNull();
-    const text = await res.text();
-    expect(Number(res.headers.get('content-length'))).toBe(Buffer.byteLength(text));
-    const body = JSON.parse(text) as { sessions: Listed[]; nextPageToken?: string };
+    const body = await fetchWholeAnswer<{ sessions: Listed[]; nextPageToken?: string }>(`${base}/v1/spaces/${smallSpace}/sessions?pageSize=1`, headers);
     expect(body.sessions.map((session) => session.sessionId)).toEqual(['y']);
     expect(body.nextPageToken).toEqual(expect.any(String));
     const next = await fetch(`${base}/v1/spaces/${smallSpace}/sessions?pageSize=1&pageToken=${encodeURIComponent(body.nextPageToken!)}`, { headers });

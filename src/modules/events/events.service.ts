@@ -2,7 +2,7 @@
 // append.service.ts.
 import type { Database } from '../../db/connect.js';
 import { AppError } from '../../errors.js';
-import { listAnswerPieces } from '../../lib/list-answer-pieces.js';
+import { type ListPage, listAnswerPieces } from '../../lib/list-answer-pieces.js';
 import type { PageTokens } from '../../lib/page-token.js';
 import { sessionNotFound } from '../sessions/index.js';
 import { type EventView, toEventView } from './event.model.js';
@@ -34,13 +34,6 @@ export async function listSessionEvents(db: Database, tokens: PageTokens, key: S
   return { events: rows.map(toEventView), ...page };
 }
 
-/** A page's rows, and what the answer carries besides. */
-interface FoundPage<Row> {
-  rows: Row[];
-  nextPageToken?: string;
-  totalCount?: number;
-}
-
 async function findEventsPage<Row extends { seq: number }>(
   db: Database,
   tokens: PageTokens,
@@ -48,7 +41,7 @@ async function findEventsPage<Row extends { seq: number }>(
   query: ListEventsQueryValue,
   offset: number,
   readRows: (db: Database, key: SessionKey, filters: EventFilters, page: EventPage) => Promise<Row[]>,
-): Promise<FoundPage<Row>> {
+): Promise<ListPage<Row>> {
   const { pageSize, pageToken, includeTotal, ...shape } = query;
   // The token is bound to the session and to everything that shapes the result except the page size.
   const fingerprint = { accountId: key.accountId, spaceId: key.spaceId, userId: key.userId, sessionId: key.sessionId, ...shape };
@@ -64,7 +57,7 @@ async function findEventsPage<Row extends { seq: number }>(
   };
   const rows = await readRows(db, key, filters, { order: query.order, cursorSeq, limit: pageSize + 1, offset });
   const page = rows.slice(0, pageSize);
-  const result: FoundPage<Row> = { rows: page };
+  const result: ListPage<Row> = { rows: page };
   if (rows.length > pageSize) result.nextPageToken = tokens.encode(fingerprint, [page[page.length - 1]!.seq]);
   if (includeTotal) result.totalCount = await countEvents(db, key, filters);
   return result;

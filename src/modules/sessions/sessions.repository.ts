@@ -305,9 +305,13 @@ export interface SessionJsonListRow {
  * every tenant (bench/README.md, bench:neighbours attack 6).
  */
 export function listSessionJsonRows(db: Executor, page: SessionPageRequest): Promise<SessionListRows<SessionJsonListRow>> {
-  const json = sessionJson({ session: 's', userState: 's.user_state', appState: 's.app_state' });
-  return withSharedState<SessionJsonListRow>(db, page, sql.raw(`s.user_id, s.session_id, s.update_time, s.create_time, ${json} AS session_json`));
+  return withSharedState<SessionJsonListRow>(db, page, LISTED_SESSION_JSON);
 }
+
+/** SessionJsonListRow's columns over a sized page row (`s`), which carries its user's and space's state. */
+const LISTED_SESSION_JSON = sql.raw(
+  `s.user_id, s.session_id, s.update_time, s.create_time, ${sessionJson({ session: 's', userState: 's.user_state', appState: 's.app_state' })} AS session_json`,
+);
 
 export interface SessionListRows<Row> {
   rows: Row[];

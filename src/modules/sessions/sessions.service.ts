@@ -4,7 +4,7 @@ import type { Limits } from '../../config.js';
 import type { Database, Executor } from '../../db/connect.js';
 import type { JsonObject, SessionRow } from '../../db/schema.js';
 import { AppError, invalidParameter } from '../../errors.js';
-import { listAnswerPieces } from '../../lib/list-answer-pieces.js';
+import { type ListPage, listAnswerPieces } from '../../lib/list-answer-pieces.js';
 import type { PageTokens } from '../../lib/page-token.js';
 import { type IfMatch, assertIfMatch, etagOf } from '../../lib/preconditions.js';
 import { newSessionId } from '../../lib/ids.js';
@@ -228,13 +228,6 @@ export async function listSessions(
 /** The keys of a listed session that its next page token is made of. */
 type ListedSessionKeys = Pick<SessionRow, 'user_id' | 'session_id' | 'update_time' | 'create_time'>;
 
-/** A page's rows, and what the answer carries besides. */
-interface FoundPage<Row> {
-  rows: Row[];
-  nextPageToken?: string;
-  totalCount?: number;
-}
-
 async function findSessionPage<Row extends ListedSessionKeys>(
   db: Database,
   limits: Limits,
@@ -243,7 +236,7 @@ async function findSessionPage<Row extends ListedSessionKeys>(
   query: ListSessionsQuery,
   offset: number,
   readRows: (db: Database, page: SessionPageRequest) => Promise<SessionListRows<Row>>,
-): Promise<FoundPage<Row>> {
+): Promise<ListPage<Row>> {
   const filter = filterFrom(limits, scope, query);
   const orderBy = query.orderBy === 'createTime' ? 'create_time' : 'update_time';
   // The token is bound to everything that shapes the result, including the path it was issued for.
@@ -276,7 +269,7 @@ async function findSessionPage<Row extends ListedSessionKeys>(
   });
   const page = rows.slice(0, query.pageSize);
   const last = page.at(-1);
-  const result: FoundPage<Row> = { rows: page };
+  const result: ListPage<Row> = { rows: page };
   // More follow when the page query found more than the page holds: past pageSize, or past the
   // byte budget (a page shorter than pageSize with a nextPageToken).
   if (candidates > page.length && last) {
