@@ -142,7 +142,7 @@ export async function buildApp({
   const appendBatcher = createAppendBatcher(db, batchingOptions(limits, expensiveSlots));
   const appendPath = createAppendPath(db, limits, appendBatcher);
   const eventStreamCounts: EventStreamCounts = { open: 0, sharedReads: 0, catchUpReads: 0 };
-  const metrics = registerMetrics(app, { pool, appendBatches: appendBatcher.stats, eventStreams: eventStreamCounts, expensiveSlots });
+  const metrics = registerMetrics(app, { pool, appendBatches: appendBatcher.stats, appendQueue: appendBatcher, eventStreams: eventStreamCounts, expensiveSlots });
   registerBodyNestingLimit(app);
   registerRequestTextRules(app);
 

@@ -69,6 +69,12 @@ export interface AppendBatchCounts {
   sentAlone: { sharedState: number; largeDelta: number };
 }
 
+/** The batcher's queue now: appends waiting for the next call, and the calls out. */
+export interface AppendQueueDepth {
+  readonly appendsWaiting: number;
+  readonly callsOut: number;
+}
+
 /** What the instance's event streams (events/event-stream.service.ts) counted so far. */
 export interface EventStreamCounts {
   /** Streams open now. */
@@ -88,11 +94,13 @@ export interface SlotCounts {
 export function createAppMetrics({
   pool,
   appendBatches,
+  appendQueue,
   eventStreams,
   expensiveSlots,
 }: {
   pool?: PoolStats | undefined;
   appendBatches?: AppendBatchCounts | undefined;
+  appendQueue?: AppendQueueDepth | undefined;
   eventStreams?: EventStreamCounts | undefined;
   expensiveSlots?: SlotCounts | undefined;
 } = {}): AppMetrics {
@@ -146,6 +154,7 @@ export function createAppMetrics({
   };
   if (pool) registerPoolGauges(registry, pool);
   if (appendBatches) registerAppendBatchCounters(registry, appendBatches);
+  if (appendQueue) registerAppendQueueGauges(registry, appendQueue);
   if (eventStreams) registerEventStreamMetrics(registry, eventStreams);
   if (expensiveSlots) registerExpensiveSlotGauges(registry, expensiveSlots);
 
@@ -196,6 +205,12 @@ function registerAppendBatchCounters(registry: Registry, counts: AppendBatchCoun
       this.inc({ reason: 'large_delta' }, counts.sentAlone.largeDelta);
     },
   });
+}
+
+function registerAppendQueueGauges(registry: Registry, queue: AppendQueueDepth): void {
+  const gauge = (name: string, help: string, read: () => number) => scrapedGauge(registry, name, help, read);
+  gauge('append_batch_waiting', 'Appends waiting for the next append call (group commit); a locked session\'s appends waiting in its own queue are not counted.', () => queue.appendsWaiting);
+  gauge('append_batch_calls_out', 'Calls in the batcher\'s slots (a batch, or one append that came alone) sent to the database and not yet answered, at most APPEND_BATCH_CONCURRENCY; appends sent outside the slots (user: or app: state, a large delta, a locked session\'s queue) are not counted.', () => queue.callsOut);
 }
 
 function registerEventStreamMetrics(registry: Registry, counts: EventStreamCounts): void {

@@ -53,6 +53,22 @@ async function batchCounts(app: FastifyInstance = t.app) {
   };
 }
 
+/**
+ * Resolves once the app's batcher shows this queue on /metrics: a test's appends sent with inject
+ * reach it only after their request's own steps, which a busy machine can hold for longer than any
+ * fixed pause.
+ */
+async function untilQueue(app: FastifyInstance, expected: { callsOut: number; waiting: number }) {
+  let seen: { callsOut: number; waiting: number } | undefined;
+  for (let attempt = 0; attempt < 400; attempt++) {
+    const samples = parsePrometheusText((await app.inject({ method: 'GET', url: '/metrics' })).body);
+    seen = { callsOut: sampleValue(samples, 'append_batch_calls_out', {}), waiting: sampleValue(samples, 'append_batch_waiting', {}) };
+    if (seen.callsOut === expected.callsOut && seen.waiting === expected.waiting) return;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  expect(seen).toEqual(expected);
+}
+
 async function snapshot(sessionId: string) {
   const session = await t.db.selectFrom('sessions').selectAll().where('account_id', '=', t.account.accountId).where('session_id', '=', sessionId).executeTakeFirst();
   const events = await t.db.selectFrom('events').selectAll().where('account_id', '=', t.account.accountId).where('session_id', '=', sessionId).orderBy('seq').execute();
@@ -276,7 +292,7 @@ describe.runIf(inject('testBackend').kind === 'postgres')('group commit on two i
       // statement timeout; the others arrive meanwhile and then go out as one batch, which waits
       // for the other locked session until the timeout cancels it too.
       const blockerAnswer = post(blocker!);
-      await new Promise((resolve) => setTimeout(resolve, 150));
+      await untilQueue(app, { callsOut: 1, waiting: 0 });
       const [lockedAnswer, ...freeAnswers] = await Promise.all([locked!, ...free].map(post));
       await holder.query('ROLLBACK');
 
@@ -324,9 +340,9 @@ describe.runIf(inject('testBackend').kind === 'postgres')('group commit on two i
       // free they go out as one batch, which waits for the locked session (within its 10 s lock
       // budget) until its connection is terminated under it.
       const blockerAnswer = post(blocker!);
-      await new Promise((resolve) => setTimeout(resolve, 150));
+      await untilQueue(app, { callsOut: 1, waiting: 0 });
       const batchAnswers = Promise.all(batched.map(post));
-      await new Promise((resolve) => setTimeout(resolve, 150));
+      await untilQueue(app, { callsOut: 1, waiting: batched.length });
       await blockerHolder.query('ROLLBACK');
       expect((await blockerAnswer).statusCode).toBe(201);
       let batchBackend: number | undefined;
@@ -423,7 +439,7 @@ describe.runIf(inject('testBackend').kind === 'postgres')('group commit on two i
       // The blocker's call goes out alone and waits for its lock; the others arrive meanwhile and
       // go out as one batch, which gives up on the locked session after the lock-wait budget.
       const blockerAnswer = post(blocker!);
-      await new Promise((resolve) => setTimeout(resolve, 150));
+      await untilQueue(app, { callsOut: 1, waiting: 0 });
       const answers = [locked!, ...free].map(post);
       // Answered while the other session is still locked: the batch did not wait for it.
       const freeAnswers = await Promise.all(answers.slice(1));

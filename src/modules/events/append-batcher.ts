@@ -66,7 +66,7 @@ import type { SessionKey } from '../../db/keys.js';
 import { AppError } from '../../errors.js';
 import { runForNoAccount } from '../../lib/account-scope.js';
 import type { AccountSlots } from '../../lib/account-slots.js';
-import type { AppendBatchCounts } from '../../lib/metrics-registry.js';
+import type { AppendBatchCounts, AppendQueueDepth } from '../../lib/metrics-registry.js';
 import type { EventDocument } from './append-plan.js';
 import { answeredBytes, createAnswerWeights } from './answer-weights.js';
 import { chooseBatch } from './batch-choice.js';
@@ -116,12 +116,12 @@ interface Waiting {
   reject: (error: unknown) => void;
 }
 
-export class AppendBatcher {
+export class AppendBatcher implements AppendQueueDepth {
   /** Read by /metrics (append_batches_total and the two after it). */
   readonly stats: AppendBatchCounts = { batches: 0, batchedAppends: 0, refusedWhole: 0, rerunAlone: 0, sentAlone: { sharedState: 0, largeDelta: 0 } };
   private readonly waiting: Waiting[] = [];
   /** The calls now out, each with the performance.now() at which it was sent (an object each: two may share a time). */
-  private readonly callsOut = new Set<{ sentAt: number }>();
+  private readonly callsInFlight = new Set<{ sentAt: number }>();
   /** The recent typical duration of a call, in ms (a moving average). */
   private typicalCallMs = INITIAL_TYPICAL_CALL_MS;
   /** Set while appends wait for a call out to become overdue. */
@@ -143,6 +143,16 @@ export class AppendBatcher {
     private readonly options: AppendBatcherOptions,
   ) {
     this.batchScope = options.batchScope;
+  }
+
+  /** Read by /metrics (append_batch_waiting). */
+  get appendsWaiting(): number {
+    return this.waiting.length;
+  }
+
+  /** Read by /metrics (append_batch_calls_out). */
+  get callsOut(): number {
+    return this.callsInFlight.size;
   }
 
   /** What a batch holds; undefined until detected (with the first append that may join a batch). */
@@ -193,10 +203,10 @@ export class AppendBatcher {
     while (this.waiting.length > 0 && this.mayStartCall()) {
       const batch = this.takeBatch();
       const call = { sentAt: performance.now() };
-      this.callsOut.add(call);
+      this.callsInFlight.add(call);
       // A batch carries several accounts' appends: its connection is no one account's (db/fair-pool.ts).
       void runForNoAccount(() => this.send(batch)).finally(() => {
-        this.callsOut.delete(call);
+        this.callsInFlight.delete(call);
         const took = Math.min(performance.now() - call.sentAt, MAX_TYPICAL_CALL_MS);
         this.typicalCallMs += (took - this.typicalCallMs) * TYPICAL_CALL_WEIGHT;
         this.sendWaiting();
@@ -207,7 +217,7 @@ export class AppendBatcher {
 
   /** Whether another call may go out now: none is out, or the queue fills a batch, or every call out is overdue. */
   private mayStartCall(): boolean {
-    const out = this.callsOut.size;
+    const out = this.callsInFlight.size;
     if (out === 0) return true;
     if (out >= this.options.concurrency) return false;
     return this.waiting.length >= this.options.maxBatch || this.untilOverdue() <= 0;
@@ -216,13 +226,13 @@ export class AppendBatcher {
   /** Milliseconds until the newest call out is overdue (≤ 0: it is). */
   private untilOverdue(): number {
     let newest = 0;
-    for (const call of this.callsOut) newest = Math.max(newest, call.sentAt);
+    for (const call of this.callsInFlight) newest = Math.max(newest, call.sentAt);
     return newest + Math.max(MIN_OVERDUE_MS, OVERDUE_FACTOR * this.typicalCallMs) - performance.now();
   }
 
   /** Looks at the queue again when the calls out become overdue, unless one answers first. */
   private wakeWhenOverdue(): void {
-    if (this.overdueTimer || this.callsOut.size === 0 || this.callsOut.size >= this.options.concurrency) return;
+    if (this.overdueTimer || this.callsInFlight.size === 0 || this.callsInFlight.size >= this.options.concurrency) return;
     this.overdueTimer = setTimeout(() => {
       this.overdueTimer = undefined;
       this.sendWaiting();
