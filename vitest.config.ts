@@ -10,6 +10,7 @@ const CITUS_INTEGRATION_SUITES = [
   'sessions-list-bytes',
   'sessions-list-pieces',
   'events-list-pieces',
+  'events-list-bytes',
   'events-append',
   'events-concurrency',
   'state-at-event',

@@ -158,7 +158,7 @@ const scannedColumns = (nodes: PlanNode[], table: string) =>
 describe('the seek is done in SQL, on keys alone', () => {
   it('DescribeEvents: the offset is a LIMIT … OFFSET of the statement, whose scan under it outputs only seq', async () => {
     for (const filters of [{}, { author: 'user' }, { after: new Date('2026-01-01T00:01:40Z') }]) {
-      const { rows, statement } = await recorded((db) => listEvents(db, long(), filters, { order: 'asc', limit: 21, offset: 60 }));
+      const { rows, statement } = await recorded((db) => listEvents(db, long(), filters, { order: 'asc', limit: 21, offset: 60 }, DEFAULT_LIMITS.listPageBytes).then((page) => page.rows));
       expect(rows).toHaveLength(21);
       expect(statement.sql).toMatch(/\blimit \$\d+ offset \$\d+/);
       const subtrees = await limitSubtrees(statement);
@@ -177,7 +177,7 @@ describe('the seek is done in SQL, on keys alone', () => {
       [{ before: new Date('2026-01-01T00:01:40Z'), author: 'agent' }, (row) => Number(row.seq) < 100 && row.author === 'agent'],
     ];
     for (const [filters, matches] of cases) {
-      const { rows, statement } = await recorded((db) => listEvents(db, long(), filters, { order: 'asc', limit: 21 }));
+      const { rows, statement } = await recorded((db) => listEvents(db, long(), filters, { order: 'asc', limit: 21 }, DEFAULT_LIMITS.listPageBytes).then((page) => page.rows));
       expect(rows).toHaveLength(21);
       expect((rows as EventRow[]).every(matches)).toBe(true);
       const subtrees = await limitSubtrees(statement);

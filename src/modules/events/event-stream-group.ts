@@ -6,7 +6,7 @@
 import type { Database } from '../../db/connect.js';
 import type { SessionKey } from '../../db/keys.js';
 import { toEventView } from './event.model.js';
-import { listEvents } from './events.repository.js';
+import { listEventsAfter } from './events.repository.js';
 
 /** The SSE frame of one event: its seq is the id a reconnecting client sends back as Last-Event-ID. */
 export function eventFrame(seq: number, json: string): string {
@@ -62,7 +62,7 @@ export const sessionTag = (key: SessionKey) => JSON.stringify([key.accountId, ke
 
 /** The frames of up to `limit` events after `afterSeq`, in seq order. */
 export async function readForGroup(db: Database, key: SessionKey, afterSeq: number, limit: number): Promise<EventFrame[]> {
-  const rows = await listEvents(db, key, {}, { order: 'asc', cursorSeq: afterSeq, limit });
+  const rows = await listEventsAfter(db, key, afterSeq, limit);
   return rows.map((row) => ({ seq: row.seq, bytes: Buffer.from(eventFrame(row.seq, JSON.stringify(toEventView(row)))) }));
 }
 

@@ -1,5 +1,5 @@
 // Queries of the events module. Every query is scoped by the full session key, account first.
-import { type SelectQueryBuilder, type Transaction, sql } from 'kysely';
+import { type RawBuilder, type SelectQueryBuilder, type Transaction, sql } from 'kysely';
 import type { Executor } from '../../db/connect.js';
 import type { DB, EventRow, SessionRow } from '../../db/schema.js';
 import { eventJson } from '../../db/event-json-sql.js';
@@ -97,8 +97,14 @@ function paged<O>(query: SelectQueryBuilder<DB, 'events', O>, key: SessionKey, f
   return page.offset ? q.offset(page.offset) : q;
 }
 
+/** A page's rows within its byte budget, and how many the page query found (more: the budget or the limit cut it). */
+export interface EventListRows<Row> {
+  rows: Row[];
+  candidates: number;
+}
+
 /**
- * One page by seq, found by a keyset cursor, an offset, or both.
+ * One page by seq, found by a keyset cursor, an offset, or both, as far as `maxBytes` allows.
  *
  * A page that skips rows (an offset) or filters by author or time is found in two steps: the seqs
  * of the page, walked in seq order through the primary key, whose entries carry author and
@@ -106,8 +112,13 @@ function paged<O>(query: SelectQueryBuilder<DB, 'events', O>, key: SessionKey, f
  * then the page's rows by those seqs. test/integration/offset-paging.test.ts checks the plan. An
  * unfiltered page without an offset is the primary key's range itself, read at once.
  */
-export function listEvents(db: Executor, key: SessionKey, filters: EventFilters, page: EventPage): Promise<EventRow[]> {
-  return pageOfEvents(db, key, filters, page, (events) => events.selectAll());
+export function listEvents(db: Executor, key: SessionKey, filters: EventFilters, page: EventPage, maxBytes: number): Promise<EventListRows<EventRow>> {
+  return pageOfEvents(db, key, filters, page, maxBytes, sql`events.*`);
+}
+
+/** Up to `limit` events after `afterSeq`, in seq order, whatever their size (an event stream's read). */
+export function listEventsAfter(db: Executor, key: SessionKey, afterSeq: number, limit: number): Promise<EventRow[]> {
+  return paged(db.selectFrom('events').selectAll(), key, {}, { order: 'asc', cursorSeq: afterSeq, limit }).execute();
 }
 
 /** An event of a list page as the API's JSON text, written by PostgreSQL (toEventView in SQL). */
@@ -116,28 +127,53 @@ export interface EventJsonListRow {
   json: string;
 }
 
-const LISTED_EVENT_JSON = sql<string>`${sql.raw(eventJson({ event: 'events', contentText: 'events.content::text' }))}`;
+const LISTED_EVENT_JSON = sql`events.seq, ${sql.raw(eventJson({ event: 'events', contentText: 'events.content::text' }))} AS json`;
 
 /**
  * listEvents with each event as the API's JSON text: the REST list sends it on unparsed. A page is
  * up to 200 events of up to 256 KiB each; parsing every content and writing it out again held this
  * process's event loop for every tenant.
  */
-export function listEventJsons(db: Executor, key: SessionKey, filters: EventFilters, page: EventPage): Promise<EventJsonListRow[]> {
-  return pageOfEvents(db, key, filters, page, (events) => events.select(['events.seq', LISTED_EVENT_JSON.as('json')]));
+export function listEventJsons(db: Executor, key: SessionKey, filters: EventFilters, page: EventPage, maxBytes: number): Promise<EventListRows<EventJsonListRow>> {
+  return pageOfEvents(db, key, filters, page, maxBytes, LISTED_EVENT_JSON);
 }
 
-async function pageOfEvents<Row>(
-  db: Executor,
-  key: SessionKey,
-  filters: EventFilters,
-  page: EventPage,
-  columns: (events: SelectQueryBuilder<DB, 'events', object>) => SelectQueryBuilder<DB, 'events', Row>,
-): Promise<Row[]> {
+/**
+ * What an event weighs in a page: its jsonb columns as PostgreSQL holds them uncompressed (as the
+ * session lists measure states, sessions.repository.ts: `'{}' || x` detoasts x, pg_column_size then
+ * measures it) and its error message. Within a few bytes of its JSON for text, without writing it.
+ */
+const eventSize = (alias: string) => {
+  const jsonbSize = (column: string) => `coalesce(pg_column_size('{}'::jsonb || ${alias}.${column}), 0)`;
+  return sql.raw(`${['content', 'actions', 'metadata', 'extensions'].map(jsonbSize).join(' + ')} + coalesce(octet_length(${alias}.error_message), 0)`);
+};
+
+/**
+ * The page's rows, each as `columns` (over `events`), in seq order, up to `maxBytes` of events: a
+ * page of 200 events of 256 KiB would be 50 MB in this process's memory and held its event loop for
+ * every tenant while it was written. The sizes are measured in the database and the rows past the
+ * budget are never written out; the first event always comes, whatever its size. Every candidate is
+ * measured (up to the page's limit), as the session lists do.
+ */
+async function pageOfEvents<Row>(db: Executor, key: SessionKey, filters: EventFilters, page: EventPage, maxBytes: number, columns: RawBuilder<unknown>): Promise<EventListRows<Row>> {
   const skipsRows = Boolean(page.offset) || filters.author !== undefined || filters.after !== undefined || filters.before !== undefined;
-  if (!skipsRows) return paged(columns(db.selectFrom('events')), key, filters, page).execute();
-  const seqs = paged(db.selectFrom('events').select('events.seq'), key, filters, page);
-  return eventsOf(columns(db.selectFrom('events')), key).where('seq', 'in', seqs).orderBy('seq', page.order).execute();
+  const chosen = skipsRows
+    ? eventsOf(db.selectFrom('events').selectAll(), key).where('seq', 'in', paged(db.selectFrom('events').select('events.seq'), key, filters, page))
+    : paged(db.selectFrom('events').selectAll(), key, filters, page);
+  const direction = sql.raw(page.order === 'asc' ? 'ASC' : 'DESC');
+  // MATERIALIZED: each size is measured once, and the contents travel through as TOAST pointers
+  // until the final select writes the rows within the budget.
+  const { rows } = await sql<Row & { candidates: string }>`
+    WITH page AS MATERIALIZED (
+      SELECT p.*, ${eventSize('p')} AS own_bytes FROM (${chosen}) AS p
+    ), sized AS (
+      SELECT page.*, sum(page.own_bytes) OVER w AS bytes_through, row_number() OVER w AS position
+      FROM page WINDOW w AS (ORDER BY page.seq ${direction} ROWS UNBOUNDED PRECEDING)
+    )
+    SELECT ${columns}, (SELECT count(*) FROM page) AS candidates FROM sized AS events
+    WHERE events.bytes_through <= ${maxBytes} OR events.position = 1
+    ORDER BY events.seq ${direction}`.execute(db);
+  return { rows, candidates: rows.length > 0 ? Number(rows[0]!.candidates) : 0 };
 }
 
 export async function countEvents(db: Executor, key: SessionKey, filters: EventFilters): Promise<number> {

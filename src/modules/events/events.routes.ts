@@ -83,7 +83,7 @@ export async function eventsRoutes(app: ZodApp, { db, limits, metrics, pageToken
         tags: ['events'],
         summary: 'List a session\'s events',
         operationId: 'listEvents',
-        description: 'Ordered by seq (keyset paging). Filters combine with AND; time filters apply to the event timestamp.',
+        description: 'Ordered by seq (keyset paging). Filters combine with AND; time filters apply to the event timestamp. A page carries at most MAX_LIST_PAGE_BYTES (default 4 MiB) of events (their content, actions, metadata, extensions and error message): with large events it holds fewer than pageSize, at least one, and nextPageToken goes on from its last.',
         params: SessionPath,
         querystring: ListEventsQuery,
         response: {
@@ -92,7 +92,7 @@ export async function eventsRoutes(app: ZodApp, { db, limits, metrics, pageToken
         },
       },
     },
-    async (request, reply) => sendJsonPieces(reply, await listSessionEventsJson(db, pageTokens, { accountId: request.principal.accountId, ...request.params }, request.query)),
+    async (request, reply) => sendJsonPieces(reply, await listSessionEventsJson(db, pageTokens, limits.listPageBytes, { accountId: request.principal.accountId, ...request.params }, request.query)),
   );
 
   app.get(

@@ -7,7 +7,7 @@ import type { PageTokens } from '../../lib/page-token.js';
 import { sessionNotFound } from '../sessions/index.js';
 import { type EventView, toEventView } from './event.model.js';
 import type { SessionKey } from '../../db/keys.js';
-import { type EventFilters, type EventPage, countEvents, findEvent, findLiveSessionId, listEventJsons, listEvents } from './events.repository.js';
+import { type EventFilters, type EventListRows, type EventPage, countEvents, findEvent, findLiveSessionId, listEventJsons, listEvents } from './events.repository.js';
 import type { ListEventsQueryValue } from './events.schemas.js';
 
 
@@ -23,24 +23,29 @@ export interface ListEventsResult {
  * unjoined for sendJsonPieces. A page of large events then costs this process its bytes, not a
  * parse and a serialization of every content.
  */
-export async function listSessionEventsJson(db: Database, tokens: PageTokens, key: SessionKey, query: ListEventsQueryValue): Promise<string[]> {
-  const page = await findEventsPage(db, tokens, key, query, 0, listEventJsons);
+export async function listSessionEventsJson(db: Database, tokens: PageTokens, maxBytes: number, key: SessionKey, query: ListEventsQueryValue): Promise<string[]> {
+  const page = await findEventsPage(db, tokens, maxBytes, key, query, 0, listEventJsons);
   return listAnswerPieces('events', page.rows.map((row) => row.json), page);
 }
 
 /** `offset`: matching events to skip before the page, in the database (the API 3.0 face's Offset). */
-export async function listSessionEvents(db: Database, tokens: PageTokens, key: SessionKey, query: ListEventsQueryValue, offset = 0): Promise<ListEventsResult> {
-  const { rows, ...page } = await findEventsPage(db, tokens, key, query, offset, listEvents);
+export async function listSessionEvents(db: Database, tokens: PageTokens, maxBytes: number, key: SessionKey, query: ListEventsQueryValue, offset = 0): Promise<ListEventsResult> {
+  const { rows, ...page } = await findEventsPage(db, tokens, maxBytes, key, query, offset, listEvents);
   return { events: rows.map(toEventView), ...page };
 }
 
+/**
+ * A page ends at pageSize events or before the event that would take it past `maxBytes`
+ * (MAX_LIST_PAGE_BYTES; the first always comes): a page shorter than pageSize with a nextPageToken.
+ */
 async function findEventsPage<Row extends { seq: number }>(
   db: Database,
   tokens: PageTokens,
+  maxBytes: number,
   key: SessionKey,
   query: ListEventsQueryValue,
   offset: number,
-  readRows: (db: Database, key: SessionKey, filters: EventFilters, page: EventPage) => Promise<Row[]>,
+  readRows: (db: Database, key: SessionKey, filters: EventFilters, page: EventPage, maxBytes: number) => Promise<EventListRows<Row>>,
 ): Promise<ListPage<Row>> {
   const { pageSize, pageToken, includeTotal, ...shape } = query;
   // The token is bound to the session and to everything that shapes the result except the page size.
@@ -55,10 +60,12 @@ async function findEventsPage<Row extends { seq: number }>(
     before: query.before === undefined ? undefined : new Date(query.before),
     author: query.author,
   };
-  const rows = await readRows(db, key, filters, { order: query.order, cursorSeq, limit: pageSize + 1, offset });
+  const { rows, candidates } = await readRows(db, key, filters, { order: query.order, cursorSeq, limit: pageSize + 1, offset }, maxBytes);
   const page = rows.slice(0, pageSize);
+  const last = page.at(-1);
   const result: ListPage<Row> = { rows: page };
-  if (rows.length > pageSize) result.nextPageToken = tokens.encode(fingerprint, [page[page.length - 1]!.seq]);
+  // More follow when the page query found more than the page holds: past pageSize, or past the budget.
+  if (candidates > page.length && last) result.nextPageToken = tokens.encode(fingerprint, [last.seq]);
   if (includeTotal) result.totalCount = await countEvents(db, key, filters);
   return result;
 }

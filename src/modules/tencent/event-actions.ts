@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { Identifier, SpaceId } from '../../http/schemas.js';
 import { recordAppend, EventInput, ListEventsQuery, listSessionEvents } from '../events/index.js';
 import { defineAction } from './tc3-action.js';
+import { Tc3Error } from './tc3-errors.js';
 import { EventInfoInput, Tc3Timestamp, eventInputOf, offsetLimit, toEventInfo } from './tc3-models.js';
 import { parseServiceInput, pascalPath } from './tc3-validation.js';
 
@@ -27,7 +28,7 @@ export const describeEventsAction = defineAction({
   request: z.strictObject({ ...SessionKeyFields, Author: z.string().optional(), AfterTimestamp: Tc3Timestamp.optional(), ...offsetLimit(50, 200) }),
   permission: { action: 'session:DescribeEvents', scope: 'space' },
   spaceIdOf: (input) => input.SpaceId,
-  async run({ db, pageTokens, principal }, input) {
+  async run({ db, limits, pageTokens, principal }, input) {
     const key = { accountId: principal.accountId, spaceId: input.SpaceId, userId: input.UserId, sessionId: input.SessionId };
     // Oldest first (by seq), the order the history was written in; the Offset is skipped in the database.
     const query = parseServiceInput(
@@ -35,7 +36,15 @@ export const describeEventsAction = defineAction({
       { author: input.Author, after: input.AfterTimestamp, order: 'asc', pageSize: input.Limit, includeTotal: 'true' },
       pascalPath([], { after: 'AfterTimestamp' }),
     );
-    const page = await listSessionEvents(db, pageTokens, key, query, input.Offset);
+    const page = await listSessionEvents(db, pageTokens, limits.listPageBytes, key, query, input.Offset);
+    // A page the byte budget ended early: a client that steps Offset by Limit would skip the events
+    // it left out, so the call is refused instead, as DescribeSessions does.
+    if (page.events.length < query.pageSize && page.nextPageToken !== undefined) {
+      throw new Tc3Error(
+        'InvalidParameterValue',
+        `Limit: the ${query.pageSize} events from Offset ${input.Offset} carry more than ${limits.listPageBytes} bytes (MAX_LIST_PAGE_BYTES); the first ${page.events.length} fit, ask a Limit of at most that`,
+      );
+    }
     return { Events: page.events.map(toEventInfo), TotalCount: page.totalCount ?? 0 };
   },
 });
