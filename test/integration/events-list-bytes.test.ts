@@ -73,13 +73,21 @@ describe('an event list page within MAX_LIST_PAGE_BYTES', () => {
     const key = { accountId: t.account.accountId, spaceId, userId: 'u1', sessionId: 's1' };
     const json = await listEventJsons(t.db, key, {}, { order: 'asc', limit: 201 }, BUDGET);
     expect(json.rows.map((row) => Number(row.seq))).toEqual([1, 2, 3, 4]);
-    expect(json.candidates).toBe(12);
+    expect(json.cutByBudget).toBe(true);
     const offset = await listEvents(t.db, key, {}, { order: 'asc', limit: 3, offset: 4 }, BUDGET);
     expect(offset.rows.map((row) => row.event_id)).toEqual(['e5']);
-    expect(offset.candidates).toBe(3);
+    expect(offset.cutByBudget).toBe(true);
     const alone = await listEvents(t.db, key, { author: 'user' }, { order: 'desc', cursorSeq: 7, limit: 201 }, BUDGET);
     expect(alone.rows.map((row) => row.event_id)).toEqual(['huge']);
-    expect(alone.candidates).toBe(5);
+    expect(alone.cutByBudget).toBe(true);
+    // The last page: nothing after it, so nothing passes.
+    const last = await listEvents(t.db, key, {}, { order: 'asc', cursorSeq: 10, limit: 201 }, BUDGET);
+    expect(last.rows.map((row) => row.event_id)).toEqual(['e11', 'e12']);
+    expect(last.cutByBudget).toBe(false);
+    // A page that ends at its limit, the next event fitting: the limit ended it, not the budget.
+    const limited = await listEvents(t.db, key, { author: 'user' }, { order: 'asc', limit: 2 }, BUDGET);
+    expect(limited.rows.map((row) => row.event_id)).toEqual(['e1', 'e2']);
+    expect(limited.cutByBudget).toBe(false);
   });
 
   it('API 3.0: DescribeEvents refuses a Limit whose events pass the budget, naming the Limit that fits; smaller Limits page through all', async () => {

@@ -1,8 +1,10 @@
 // Queries of the events module. Every query is scoped by the full session key, account first.
-import { type RawBuilder, type SelectQueryBuilder, type Transaction, sql } from 'kysely';
+import { CompiledQuery, type SelectQueryBuilder, type Transaction, sql } from 'kysely';
 import type { Executor } from '../../db/connect.js';
 import type { DB, EventRow, SessionRow } from '../../db/schema.js';
 import { eventJson } from '../../db/event-json-sql.js';
+import { preparedStatement } from '../../db/prepared-statements.js';
+import { sessionKeyParameters } from '../../db/session-json-sql.js';
 import { SESSION_NOT_EXPIRED, sessionNotExpiredText } from '../../db/sql-fragments.js';
 import type { SessionKey } from '../../db/keys.js';
 
@@ -97,10 +99,10 @@ function paged<O>(query: SelectQueryBuilder<DB, 'events', O>, key: SessionKey, f
   return page.offset ? q.offset(page.offset) : q;
 }
 
-/** A page's rows within its byte budget, and how many the page query found (more: the budget or the limit cut it). */
+/** A page's rows within its byte budget, and whether the budget ended it before the next event. */
 export interface EventListRows<Row> {
   rows: Row[];
-  candidates: number;
+  cutByBudget: boolean;
 }
 
 /**
@@ -113,7 +115,7 @@ export interface EventListRows<Row> {
  * unfiltered page without an offset is the primary key's range itself, read at once.
  */
 export function listEvents(db: Executor, key: SessionKey, filters: EventFilters, page: EventPage, maxBytes: number): Promise<EventListRows<EventRow>> {
-  return pageOfEvents(db, key, filters, page, maxBytes, sql`events.*`);
+  return pageOfEvents(db, key, filters, page, maxBytes, 'events.*');
 }
 
 /** Up to `limit` events after `afterSeq`, in seq order, whatever their size (an event stream's read). */
@@ -127,53 +129,88 @@ export interface EventJsonListRow {
   json: string;
 }
 
-const LISTED_EVENT_JSON = sql`events.seq, ${sql.raw(eventJson({ event: 'events', contentText: 'events.content::text' }))} AS json`;
+const LISTED_EVENT_JSON = `events.seq, ${eventJson({ event: 'events', contentText: 'events.content::text' })} AS json`;
+
+/**
+ * What an event weighs in a page: its jsonb columns' size as PostgreSQL holds them uncompressed, and
+ * its error message; within a few bytes of its JSON for text, and measured without writing it. A
+ * compressed value is measured decompressed (`'{}' || x` detoasts it, as the session lists measure
+ * states, sessions.repository.ts); any other is its stored size, read from its header.
+ */
+const EVENT_SIZE = `${['content', 'actions', 'metadata', 'extensions']
+  .map((column) => `coalesce(CASE WHEN pg_column_compression(events.${column}) IS NULL THEN pg_column_size(events.${column}) ELSE pg_column_size('{}'::jsonb || events.${column}) END, 0)`)
+  .join(' + ')} + coalesce(octet_length(events.error_message), 0)`;
+
+type Direction = 'ASC' | 'DESC';
+
+/**
+ * The rows of `chosen` (events with their `own_bytes`, in seq order), each as `columns` over
+ * `events`, up to `maxBytes` (a parameter) of events: a page of 200 events of 256 KiB would be 50 MB
+ * in this process's memory and held its event loop for every tenant while it was written. The sizes
+ * are measured in the database and the rows past the budget are never written out; the first event
+ * always comes, whatever its size. The running sum follows the page's own order (no sort, no
+ * materialized copy); `next_passes` tells whether the event after a row would pass the budget.
+ */
+const withinBudget = (chosen: string, maxBytes: string, columns: string, direction: Direction) => `SELECT ${columns}, events.next_passes FROM (
+  SELECT p.*, sum(p.own_bytes) OVER w AS bytes_through, row_number() OVER w AS position,
+    coalesce(sum(p.own_bytes) OVER w + lead(p.own_bytes) OVER w > ${maxBytes}, false) AS next_passes
+  FROM (${chosen}) AS p
+  WINDOW w AS (ORDER BY p.seq ${direction} ROWS UNBOUNDED PRECEDING)
+) AS events
+WHERE events.bytes_through <= ${maxBytes} OR events.position = 1
+ORDER BY events.seq ${direction}`;
+
+/**
+ * The REST list's common page, no filter but the seq range and no offset, as a named statement
+ * (db/prepared-statements.ts) per order: planned once per connection, where the budget's window
+ * doubled the planning of an unnamed one. $5 < seq < $6, $7 the limit, $8 the budget.
+ */
+const rangePageStatement = (direction: Direction) =>
+  preparedStatement(
+    `list_events_${direction.toLowerCase()}`,
+    withinBudget(
+      `SELECT events.*, ${EVENT_SIZE} AS own_bytes FROM events
+      WHERE events.account_id = $1 AND events.space_id = $2 AND events.user_id = $3 AND events.session_id = $4 AND events.seq > $5 AND events.seq < $6
+      ORDER BY events.seq ${direction} LIMIT $7`,
+      '$8',
+      LISTED_EVENT_JSON,
+      direction,
+    ),
+  );
+const RANGE_PAGE = { asc: rangePageStatement('ASC'), desc: rangePageStatement('DESC') };
 
 /**
  * listEvents with each event as the API's JSON text: the REST list sends it on unparsed. A page is
  * up to 200 events of up to 256 KiB each; parsing every content and writing it out again held this
  * process's event loop for every tenant.
  */
-export function listEventJsons(db: Executor, key: SessionKey, filters: EventFilters, page: EventPage, maxBytes: number): Promise<EventListRows<EventJsonListRow>> {
-  return pageOfEvents(db, key, filters, page, maxBytes, LISTED_EVENT_JSON);
+export async function listEventJsons(db: Executor, key: SessionKey, filters: EventFilters, page: EventPage, maxBytes: number): Promise<EventListRows<EventJsonListRow>> {
+  if (skipsRows(filters, page)) return pageOfEvents(db, key, filters, page, maxBytes, LISTED_EVENT_JSON);
+  const cursor = page.cursorSeq;
+  const after = Math.max(filters.afterSeq ?? 0, page.order === 'asc' ? (cursor ?? 0) : 0);
+  const before = Math.min(filters.beforeSeq ?? Number.MAX_SAFE_INTEGER, page.order === 'desc' ? (cursor ?? Number.MAX_SAFE_INTEGER) : Number.MAX_SAFE_INTEGER);
+  const { rows } = await db.executeQuery<EventJsonListRow & { next_passes: boolean }>(
+    CompiledQuery.raw(RANGE_PAGE[page.order], [...sessionKeyParameters(key), after, before, page.limit, maxBytes]),
+  );
+  return { rows, cutByBudget: rows.at(-1)?.next_passes ?? false };
 }
 
-/**
- * What an event weighs in a page: its jsonb columns as PostgreSQL holds them uncompressed (as the
- * session lists measure states, sessions.repository.ts: `'{}' || x` detoasts x, pg_column_size then
- * measures it) and its error message. Within a few bytes of its JSON for text, without writing it.
- */
-const eventSize = (alias: string) => {
-  const jsonbSize = (column: string) => `coalesce(pg_column_size('{}'::jsonb || ${alias}.${column}), 0)`;
-  return sql.raw(`${['content', 'actions', 'metadata', 'extensions'].map(jsonbSize).join(' + ')} + coalesce(octet_length(${alias}.error_message), 0)`);
-};
+const skipsRows = (filters: EventFilters, page: EventPage) =>
+  Boolean(page.offset) || filters.author !== undefined || filters.after !== undefined || filters.before !== undefined;
 
-/**
- * The page's rows, each as `columns` (over `events`), in seq order, up to `maxBytes` of events: a
- * page of 200 events of 256 KiB would be 50 MB in this process's memory and held its event loop for
- * every tenant while it was written. The sizes are measured in the database and the rows past the
- * budget are never written out; the first event always comes, whatever its size. Every candidate is
- * measured (up to the page's limit), as the session lists do.
- */
-async function pageOfEvents<Row>(db: Executor, key: SessionKey, filters: EventFilters, page: EventPage, maxBytes: number, columns: RawBuilder<unknown>): Promise<EventListRows<Row>> {
-  const skipsRows = Boolean(page.offset) || filters.author !== undefined || filters.after !== undefined || filters.before !== undefined;
-  const chosen = skipsRows
-    ? eventsOf(db.selectFrom('events').selectAll(), key).where('seq', 'in', paged(db.selectFrom('events').select('events.seq'), key, filters, page))
-    : paged(db.selectFrom('events').selectAll(), key, filters, page);
-  const direction = sql.raw(page.order === 'asc' ? 'ASC' : 'DESC');
-  // MATERIALIZED: each size is measured once, and the contents travel through as TOAST pointers
-  // until the final select writes the rows within the budget.
-  const { rows } = await sql<Row & { candidates: string }>`
-    WITH page AS MATERIALIZED (
-      SELECT p.*, ${eventSize('p')} AS own_bytes FROM (${chosen}) AS p
-    ), sized AS (
-      SELECT page.*, sum(page.own_bytes) OVER w AS bytes_through, row_number() OVER w AS position
-      FROM page WINDOW w AS (ORDER BY page.seq ${direction} ROWS UNBOUNDED PRECEDING)
-    )
-    SELECT ${columns}, (SELECT count(*) FROM page) AS candidates FROM sized AS events
-    WHERE events.bytes_through <= ${maxBytes} OR events.position = 1
-    ORDER BY events.seq ${direction}`.execute(db);
-  return { rows, candidates: rows.length > 0 ? Number(rows[0]!.candidates) : 0 };
+/** Any page, through Kysely: the chosen rows' query, then withinBudget over it. */
+async function pageOfEvents<Row>(db: Executor, key: SessionKey, filters: EventFilters, page: EventPage, maxBytes: number, columns: string): Promise<EventListRows<Row>> {
+  const sized = db.selectFrom('events').selectAll().select(sql<number>`${sql.raw(EVENT_SIZE)}`.as('own_bytes'));
+  // The second step keeps its ORDER BY, so that it stays a subquery of its own (PostgreSQL does not
+  // pull up a sorted one): each size is measured once, in the order the running sum follows.
+  const chosen = skipsRows(filters, page)
+    ? eventsOf(sized, key).where('seq', 'in', paged(db.selectFrom('events').select('events.seq'), key, filters, page)).orderBy('seq', page.order)
+    : paged(sized, key, filters, page);
+  const { sql: text, parameters } = chosen.compile();
+  const { rows } = await db.executeQuery<Row & { next_passes: boolean }>(
+    CompiledQuery.raw(withinBudget(text, `$${parameters.length + 1}`, columns, page.order === 'asc' ? 'ASC' : 'DESC'), [...parameters, maxBytes]),
+  );
+  return { rows, cutByBudget: rows.at(-1)?.next_passes ?? false };
 }
 
 export async function countEvents(db: Executor, key: SessionKey, filters: EventFilters): Promise<number> {

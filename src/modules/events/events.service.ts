@@ -60,12 +60,12 @@ async function findEventsPage<Row extends { seq: number }>(
     before: query.before === undefined ? undefined : new Date(query.before),
     author: query.author,
   };
-  const { rows, candidates } = await readRows(db, key, filters, { order: query.order, cursorSeq, limit: pageSize + 1, offset }, maxBytes);
+  const { rows, cutByBudget } = await readRows(db, key, filters, { order: query.order, cursorSeq, limit: pageSize + 1, offset }, maxBytes);
   const page = rows.slice(0, pageSize);
   const last = page.at(-1);
   const result: ListPage<Row> = { rows: page };
-  // More follow when the page query found more than the page holds: past pageSize, or past the budget.
-  if (candidates > page.length && last) result.nextPageToken = tokens.encode(fingerprint, [last.seq]);
+  // More follow past pageSize, or past the budget.
+  if ((rows.length > pageSize || cutByBudget) && last) result.nextPageToken = tokens.encode(fingerprint, [last.seq]);
   if (includeTotal) result.totalCount = await countEvents(db, key, filters);
   return result;
 }
