@@ -77,9 +77,10 @@ const environmentSchema = z.object({
   MAX_TITLE_CHARS: int(1, 256),
   MAX_FILTER_VALUES: int(1, 100),
   MAX_FILTERS: int(1, 10),
-  // What one session list page may carry of states (each session's, its user's and its space's),
-  // metadata and memo: a page ends before the session that would pass it (the first always comes),
-  // with a nextPageToken. Bounds a list's memory whatever pageSize asks (sessions.repository.ts).
+  // What one list page may carry: a session list's states (each session's, its user's and its
+  // space's), metadata and memo; an event list's events. A page ends before the item that would pass
+  // it (the first always comes), with a nextPageToken. Bounds a list's memory whatever pageSize asks
+  // (sessions.repository.ts, events.repository.ts).
   MAX_LIST_PAGE_BYTES: int(64 * KiB, 4 * MiB),
   // Session lists that may query at once per instance (the others wait their turn): by default two
   // pool connections fewer than DB_POOL_MAX, so that lists never hold every connection appends need.
@@ -145,7 +146,7 @@ export interface Limits {
   titleChars: number;
   filterValues: number;
   filters: number;
-  /** Bytes of states, metadata and memo one session list page may carry (the first session always comes). */
+  /** Bytes one list page may carry: a session page's states, metadata and memo, an event page's events (the first always comes). */
   listPageBytes: number;
   /**
    * Expensive requests querying at once per instance (bench/list-contention.ts): session lists,
