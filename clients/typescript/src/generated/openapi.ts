@@ -239,7 +239,7 @@ export interface paths {
         };
         /**
          * List a session's events
-         * @description Ordered by seq (keyset paging). Filters combine with AND; time filters apply to the event timestamp.
+         * @description Ordered by seq (keyset paging). Filters combine with AND; time filters apply to the event timestamp. A page carries at most MAX_LIST_PAGE_BYTES (default 4 MiB) of events (their content, actions, metadata, extensions and error message): with large events it holds fewer than pageSize, at least one, and nextPageToken goes on from its last.
          */
         get: operations["listEvents"];
         put?: never;
