@@ -21,6 +21,7 @@ const CITUS_INTEGRATION_SUITES = [
   'tencent-api',
   'export-import',
   'event-stream',
+  'event-stream-bytes',
   'expiry-sweeper',
 ];
 

@@ -205,6 +205,7 @@ export async function buildApp({
     perAccount: limits.eventStreamsPerAccount,
     perInstance: limits.eventStreamsPerInstance,
     lifetimeMs: limits.eventStreamLifetimeMs,
+    pageBytes: limits.listPageBytes,
     // The same two steps as every /v1 request (authentication, then the route's action on the space).
     reauthorize: async (authorization, spaceId) => {
       const principal = await authenticate(db, authorization, cache);

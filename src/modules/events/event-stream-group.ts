@@ -5,8 +5,7 @@
 // events after its own last one. So no stream skips or repeats an event.
 import type { Database } from '../../db/connect.js';
 import type { SessionKey } from '../../db/keys.js';
-import { toEventView } from './event.model.js';
-import { listEventsAfter } from './events.repository.js';
+import { listEventJsons } from './events.repository.js';
 
 /** The SSE frame of one event: its seq is the id a reconnecting client sends back as Last-Event-ID. */
 export function eventFrame(seq: number, json: string): string {
@@ -60,10 +59,21 @@ export function newMember(fields: Pick<Member, 'group' | 'sink' | 'authorization
 
 export const sessionTag = (key: SessionKey) => JSON.stringify([key.accountId, key.spaceId, key.userId, key.sessionId]);
 
-/** The frames of up to `limit` events after `afterSeq`, in seq order. */
-export async function readForGroup(db: Database, key: SessionKey, afterSeq: number, limit: number): Promise<EventFrame[]> {
-  const rows = await listEventsAfter(db, key, afterSeq, limit);
-  return rows.map((row) => ({ seq: row.seq, bytes: Buffer.from(eventFrame(row.seq, JSON.stringify(toEventView(row)))) }));
+/** A read of a session's events for its streams: the frames, and whether more may be stored after them. */
+export interface GroupRead {
+  frames: EventFrame[];
+  more: boolean;
+}
+
+/**
+ * The frames of up to `limit` events after `afterSeq`, in seq order, as far as `maxBytes` allows
+ * (MAX_LIST_PAGE_BYTES, the event lists' page: the first always comes). Each event is written by
+ * PostgreSQL as the event lists send it and framed unparsed: a catch-up through 200 events of
+ * 256 KiB was parsed and serialized again in one go, holding the event loop for every tenant.
+ */
+export async function readForGroup(db: Database, key: SessionKey, afterSeq: number, limit: number, maxBytes: number): Promise<GroupRead> {
+  const { rows, cutByBudget } = await listEventJsons(db, key, {}, { order: 'asc', cursorSeq: afterSeq, limit }, maxBytes);
+  return { frames: rows.map((row) => ({ seq: row.seq, bytes: Buffer.from(eventFrame(row.seq, row.json)) })), more: cutByBudget || rows.length === limit };
 }
 
 /**

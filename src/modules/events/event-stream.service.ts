@@ -2,13 +2,14 @@
 // after the caller's seq, then each new one as it is appended, in seq order, each exactly once.
 // One EventStreams per instance holds every open stream, grouped by session.
 //
-// Round trips: opening costs the session check plus one page query per 200 stored events (the
-// stream's own catch-up). After that the streams of a session read together: each time the feed
-// (event-feed.ts) says the session has new events, one query reads them and every stream of the
-// session gets the same frames, whatever the number of streams. Every heartbeat costs one query per
-// session (is it still there; anything the feed missed) and one authorization per credential
-// (from the credential cache, which the database's change notifications keep right). A stream that
-// cannot keep up leaves the shared read and catches up alone, so it never holds the others back.
+// Round trips: opening costs the session check plus one page query per 200 stored events, or per
+// MAX_LIST_PAGE_BYTES of them (the stream's own catch-up). After that the streams of a session read
+// together: each time the feed (event-feed.ts) says the session has new events, one query reads
+// them and every stream of the session gets the same frames, whatever the number of streams. Every
+// heartbeat costs one query per session (is it still there; anything the feed missed) and one
+// authorization per credential (from the credential cache, which the database's change
+// notifications keep right). A stream that cannot keep up leaves the shared read and catches up
+// alone, so it never holds the others back.
 // Between reads a stream holds no database connection.
 import type { Database } from '../../db/connect.js';
 import type { EventFeed } from '../../db/event-feed.js';
@@ -42,10 +43,12 @@ export interface EventStreamsOptions {
   counts: EventStreamCounts;
   /** Events per query. */
   pageSize?: number;
+  /** Bytes of events per query (the event lists' MAX_LIST_PAGE_BYTES). */
+  pageBytes: number;
 }
 
 export function createEventStreams(db: Database, feed: EventFeed, options: EventStreamsOptions): EventStreams {
-  const { heartbeatMs, perAccount, perInstance, lifetimeMs, reauthorize, counts, pageSize = 200 } = options;
+  const { heartbeatMs, perAccount, perInstance, lifetimeMs, reauthorize, counts, pageSize = 200, pageBytes } = options;
   const groups = new Map<string, SessionGroup>();
   const openPerAccount = new Map<string, number>();
   let heartbeat: NodeJS.Timeout | undefined;
@@ -114,14 +117,14 @@ export function createEventStreams(db: Database, feed: EventFeed, options: Event
     member.busy = (async () => {
       for (;;) {
         if (member.closed) return;
-        const frames = await readForGroup(db, member.group.key, member.lastSeq, pageSize);
+        const { frames, more } = await readForGroup(db, member.group.key, member.lastSeq, pageSize, pageBytes);
         counts.catchUpReads++;
         for (const frame of frames) {
           if (member.closed) return;
           await member.sink.write(frame.bytes);
           member.lastSeq = frame.seq;
         }
-        if (frames.length < pageSize && joinWhenCaughtUp(member)) {
+        if (!more && joinWhenCaughtUp(member)) {
           // An append announced while no stream was in the shared read has not been read yet.
           const { group } = member;
           if (!member.closed && group.wantedSeq > group.position) wake(group, group.wantedSeq);
@@ -175,12 +178,12 @@ export function createEventStreams(db: Database, feed: EventFeed, options: Event
     void (async () => {
       while (group.live.size > 0 && (group.lookAgain || group.wantedSeq > group.position)) {
         group.lookAgain = false;
-        const frames = await readForGroup(db, group.key, group.position, pageSize);
+        const { frames, more } = await readForGroup(db, group.key, group.position, pageSize, pageBytes);
         counts.sharedReads++;
         const last = frames.at(-1);
         if (last) group.position = last.seq;
         await deliverToAll(group, frames);
-        if (frames.length === pageSize) group.lookAgain = true;
+        if (more) group.lookAgain = true;
         // Nothing newer is stored: a wanted seq the read did not find is not waited for.
         else group.wantedSeq = Math.min(group.wantedSeq, group.position);
       }

@@ -118,11 +118,6 @@ export function listEvents(db: Executor, key: SessionKey, filters: EventFilters,
   return pageOfEvents(db, key, filters, page, maxBytes, 'events.*');
 }
 
-/** Up to `limit` events after `afterSeq`, in seq order, whatever their size (an event stream's read). */
-export function listEventsAfter(db: Executor, key: SessionKey, afterSeq: number, limit: number): Promise<EventRow[]> {
-  return paged(db.selectFrom('events').selectAll(), key, {}, { order: 'asc', cursorSeq: afterSeq, limit }).execute();
-}
-
 /** An event of a list page as the API's JSON text, written by PostgreSQL (toEventView in SQL). */
 export interface EventJsonListRow {
   seq: number;
