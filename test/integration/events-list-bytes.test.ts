@@ -2,6 +2,8 @@
 // with events of up to MAX_EVENT_BYTES each, a page of 200 would otherwise be 50 MB built in the
 // instance's memory by one legitimate request. Here the budget is 64 KiB and the events carry about
 // 15 KB each, so a page holds four; one event of 100 KB comes alone.
+import { randomBytes } from 'node:crypto';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listEventJsons, listEvents } from '../../src/modules/events/events.repository.js';
 import { changedTables, tableFingerprints } from '../support/db-snapshot.js';
@@ -36,11 +38,11 @@ interface Listed {
 }
 
 /** Follows nextPageToken from the first page to the last: each page's events. */
-async function pages(query: string): Promise<Listed[][]> {
+async function pages(query: string, url = eventsUrl): Promise<Listed[][]> {
   const all: Listed[][] = [];
   let token: string | undefined;
   do {
-    const res = await t.request({ method: 'GET', url: `${eventsUrl}?${query}${token ? `&pageToken=${encodeURIComponent(token)}` : ''}` });
+    const res = await t.request({ method: 'GET', url: `${url}?${query}${token ? `&pageToken=${encodeURIComponent(token)}` : ''}` });
     expect(res.statusCode, res.body).toBe(200);
     const body = res.json() as { events: Listed[]; nextPageToken?: string; totalCount?: number };
     all.push(body.events);
@@ -67,6 +69,28 @@ describe('an event list page within MAX_LIST_PAGE_BYTES', () => {
     const small = await t.request({ method: 'GET', url: `${eventsUrl}?pageSize=2&includeTotal=true` });
     expect(small.json()).toMatchObject({ events: [{ eventId: 'e1' }, { eventId: 'e2' }], nextPageToken: expect.any(String), totalCount: 12 });
     expect((await pages('pageSize=3')).map(ids)).toEqual([['e1', 'e2', 'e3'], ['e4', 'e5'], ['huge'], ['e7', 'e8', 'e9'], ['e10', 'e11', 'e12']]);
+  });
+
+  it('ends the page after a first event over the budget as stored (incompressible), and goes on from it', async () => {
+    // Text that pglz cannot shrink: the event is stored at its full size, more than the budget, so
+    // the stored sizes alone rule out every event after it.
+    const noise = randomBytes(75_000).toString('base64');
+    const session = `/v1/spaces/${spaceId}/users/u1/sessions`;
+    expect((await t.request({ method: 'POST', url: session, payload: { sessionId: 'noisy' } })).statusCode).toBe(201);
+    for (const [eventId, text] of [['small-1', 'x'.repeat(1_000)], ['noise', noise], ['small-2', 'y'.repeat(1_000)], ['small-3', 'z'.repeat(1_000)]] as const) {
+      const appended = await t.request({ method: 'POST', url: `${session}/noisy/events`, payload: { eventId, author: 'user', content: { parts: [{ text }] } } });
+      expect(appended.statusCode, appended.body).toBe(201);
+    }
+    const stored = await sql<{ bytes: number }>`SELECT pg_column_size(content) AS bytes FROM events WHERE account_id = ${t.account.accountId} AND session_id = 'noisy' AND event_id = 'noise'`.execute(t.db);
+    expect(stored.rows[0]!.bytes).toBeGreaterThan(BUDGET);
+    const url = `${session}/noisy/events`;
+    const follow = async (query: string) => (await pages(query, url)).map(ids);
+    // The named statement's page (asc, desc) and the two-step walk's (a filter).
+    expect(await follow('pageSize=200')).toEqual([['small-1'], ['noise'], ['small-2', 'small-3']]);
+    expect(await follow('pageSize=200&order=desc')).toEqual([['small-3', 'small-2'], ['noise'], ['small-1']]);
+    expect(await follow('pageSize=200&author=user')).toEqual([['small-1'], ['noise'], ['small-2', 'small-3']]);
+    const noiseEvent = (await t.request({ method: 'GET', url: `${url}?afterSeq=1&pageSize=1` })).json().events[0] as Listed;
+    expect(noiseEvent.content.parts[0]!.text).toBe(noise);
   });
 
   it('does not send the events past the budget from the database', async () => {
