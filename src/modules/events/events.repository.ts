@@ -217,7 +217,7 @@ const skipsRows = (filters: EventFilters, page: EventPage) =>
 async function pageOfEvents<Row>(db: Executor, key: SessionKey, filters: EventFilters, page: EventPage, maxBytes: number, columns: string): Promise<EventListRows<Row>> {
   const sized = db.selectFrom('events').selectAll().select(sql<number>`${sql.raw(STORED_SIZE)}`.as('stored_bytes'));
   // The second step keeps its ORDER BY, so that it stays a subquery of its own (PostgreSQL does not
-  // pull up a sorted one): each size is measured once, in the order the running sum follows.
+  // pull up a sorted one): each stored size is read once, in the order the windows follow.
   const chosen = skipsRows(filters, page)
     ? eventsOf(sized, key).where('seq', 'in', paged(db.selectFrom('events').select('events.seq'), key, filters, page)).orderBy('seq', page.order)
     : paged(sized, key, filters, page);
