@@ -7,6 +7,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listEventJsons, listEvents } from '../../src/modules/events/events.repository.js';
 import { changedTables, tableFingerprints } from '../support/db-snapshot.js';
+import { followPages } from '../support/list-answers.js';
 import { listenOnLoopback, sdkClient, sdkError } from '../support/tencent-client.js';
 import { createTestApp, type TestApp } from '../support/test-app.js';
 
@@ -37,19 +38,7 @@ interface Listed {
   content: { parts: { text: string }[] };
 }
 
-/** Follows nextPageToken from the first page to the last: each page's events. */
-async function pages(query: string, url = eventsUrl): Promise<Listed[][]> {
-  const all: Listed[][] = [];
-  let token: string | undefined;
-  do {
-    const res = await t.request({ method: 'GET', url: `${url}?${query}${token ? `&pageToken=${encodeURIComponent(token)}` : ''}` });
-    expect(res.statusCode, res.body).toBe(200);
-    const body = res.json() as { events: Listed[]; nextPageToken?: string; totalCount?: number };
-    all.push(body.events);
-    token = body.nextPageToken;
-  } while (token);
-  return all;
-}
+const pages = (query: string, url = eventsUrl) => followPages<Listed>(t, `${url}?${query}`, 'events');
 
 const ids = (page: Listed[]) => page.map((event) => event.eventId);
 

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stateBytes } from '../../src/lib/json-measure.js';
 import { listSessionRows } from '../../src/modules/sessions/sessions.repository.js';
 import { changedTables, tableFingerprints } from '../support/db-snapshot.js';
+import { followPages } from '../support/list-answers.js';
 import { listenOnLoopback, sdkClient, sdkError } from '../support/tencent-client.js';
 import { createTestApp, type TestApp } from '../support/test-app.js';
 
@@ -44,19 +45,7 @@ interface Listed {
   state: Record<string, unknown>;
 }
 
-/** Follows nextPageToken from the first page to the last: each page's sessions. */
-async function pages(url: string): Promise<Listed[][]> {
-  const all: Listed[][] = [];
-  let token: string | undefined;
-  do {
-    const res = await t.request({ method: 'GET', url: `${url}${url.includes('?') ? '&' : '?'}${token ? `pageToken=${encodeURIComponent(token)}` : ''}` });
-    expect(res.statusCode, res.body).toBe(200);
-    const body = res.json() as { sessions: Listed[]; nextPageToken?: string };
-    all.push(body.sessions);
-    token = body.nextPageToken;
-  } while (token);
-  return all;
-}
+const pages = (url: string) => followPages<Listed>(t, url, 'sessions');
 
 const ids = (page: Listed[]) => page.map((session) => session.sessionId);
 

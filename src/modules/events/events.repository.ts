@@ -204,9 +204,12 @@ export async function listEventJsons(db: Executor, key: SessionKey, filters: Eve
   const cursor = page.cursorSeq;
   const after = Math.max(filters.afterSeq ?? 0, page.order === 'asc' ? (cursor ?? 0) : 0);
   const before = Math.min(filters.beforeSeq ?? Number.MAX_SAFE_INTEGER, page.order === 'desc' ? (cursor ?? Number.MAX_SAFE_INTEGER) : Number.MAX_SAFE_INTEGER);
-  const { rows } = await db.executeQuery<EventJsonListRow & { next_passes: boolean }>(
-    CompiledQuery.raw(RANGE_PAGE[page.order], [...sessionKeyParameters(key), after, before, page.limit, maxBytes]),
-  );
+  return runWithinBudget(db, CompiledQuery.raw(RANGE_PAGE[page.order], [...sessionKeyParameters(key), after, before, page.limit, maxBytes]));
+}
+
+/** Runs a withinBudget statement: its rows, and whether the budget cut the page (the last row's next_passes). */
+async function runWithinBudget<Row>(db: Executor, statement: CompiledQuery): Promise<EventListRows<Row>> {
+  const { rows } = await db.executeQuery<Row & { next_passes: boolean }>(statement);
   return { rows, cutByBudget: rows.at(-1)?.next_passes ?? false };
 }
 
@@ -222,10 +225,7 @@ async function pageOfEvents<Row>(db: Executor, key: SessionKey, filters: EventFi
     ? eventsOf(sized, key).where('seq', 'in', paged(db.selectFrom('events').select('events.seq'), key, filters, page)).orderBy('seq', page.order)
     : paged(sized, key, filters, page);
   const { sql: text, parameters } = chosen.compile();
-  const { rows } = await db.executeQuery<Row & { next_passes: boolean }>(
-    CompiledQuery.raw(withinBudget(text, `$${parameters.length + 1}`, columns, page.order === 'asc' ? 'ASC' : 'DESC'), [...parameters, maxBytes]),
-  );
-  return { rows, cutByBudget: rows.at(-1)?.next_passes ?? false };
+  return runWithinBudget(db, CompiledQuery.raw(withinBudget(text, `$${parameters.length + 1}`, columns, page.order === 'asc' ? 'ASC' : 'DESC'), [...parameters, maxBytes]));
 }
 
 export async function countEvents(db: Executor, key: SessionKey, filters: EventFilters): Promise<number> {
