@@ -63,7 +63,8 @@ async function main(): Promise<void> {
     const compareNodeArgs = (process.env.BENCH_COMPARE_NODE_ARGS ?? '').split(' ').filter(Boolean);
     for (const { label, root } of roots) {
       const port = await freePort();
-      const child = startServer(url, port, { root, nodeArgs: label === 'compare' ? compareNodeArgs : [] });
+      const compare = label === 'compare';
+      const child = startServer(url, port, { root, nodeArgs: compare ? compareNodeArgs : [], compiled: compare ? process.env.BENCH_COMPARE_COMPILED === '1' : undefined });
       const base = `http://127.0.0.1:${port}`;
       await waitReady(base, child);
       const empty = () => ({ perSecond: [], server: [], postgres: [] });

@@ -10,15 +10,19 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 /**
  * Starts the server on 127.0.0.1:`port` with rate limiting and the sweeper off. BENCH_SERVER_ROOT
  * runs the server of another checkout (its src/ and node_modules), to compare two versions in one run.
+ * `compiled` (default: BENCH_SERVER_COMPILED=1) runs the root's dist/server.js, built beforehand by
+ * `npm run build`, as the Docker image does, instead of src/server.ts through tsx.
  */
 export function startServer(
   databaseUrl: string | undefined,
   port: number,
-  options: { env?: Record<string, string>; nodeArgs?: string[]; root?: string } = {},
+  options: { env?: Record<string, string>; nodeArgs?: string[]; root?: string; compiled?: boolean } = {},
 ): ChildProcess {
+  const compiled = options.compiled ?? process.env.BENCH_SERVER_COMPILED === '1';
   // Without a URL the server opens its embedded PGlite in DATA_DIR (options.env), as `npm start` does.
   const { DATABASE_URL: _inherited, ...inherited } = process.env;
-  return spawn(process.execPath, [...(options.nodeArgs ?? []), '--import', 'tsx', 'src/server.ts'], {
+  const entry = compiled ? ['dist/server.js'] : ['--import', 'tsx', 'src/server.ts'];
+  return spawn(process.execPath, [...(options.nodeArgs ?? []), ...entry], {
     cwd: options.root ?? process.env.BENCH_SERVER_ROOT ?? ROOT,
     stdio: ['ignore', 'inherit', 'inherit'],
     env: {

@@ -3,6 +3,8 @@
 // otherwise be hundreds of megabytes built in the instance's memory by one legitimate request.
 // Here the budget is 64 KiB and each session carries about 28 KB (its own 8 KB, its user's and its
 // space's 10 KB each), so a page holds two; one session of 100 KB comes alone.
+import { randomBytes } from 'node:crypto';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stateBytes } from '../../src/lib/json-measure.js';
 import { listSessionRows } from '../../src/modules/sessions/sessions.repository.js';
@@ -90,6 +92,57 @@ describe('a session list page within MAX_LIST_PAGE_BYTES', () => {
     });
     expect(offset.rows.map((row) => row.session_id)).toEqual(['s3']);
     expect(offset.candidates).toBe(3);
+  });
+
+  it('ends the page after a first session whose own state as stored passes the budget (incompressible), and goes on from it whole', async () => {
+    // Text that pglz cannot shrink: the state is stored at its full size, more than the budget, so
+    // the stored sizes alone rule out every session after it, whose states (and users' states) are
+    // then not measured for that page.
+    const noise = randomBytes(75_000).toString('base64');
+    const other = await t.request({ method: 'POST', url: '/v1/spaces', payload: { name: 'incompressible' } });
+    const otherSpace = other.json().spaceId as string;
+    const created: [string, string, Record<string, unknown>][] = [
+      ['u1', 'small-1', { notes: 'x'.repeat(1_000) }],
+      ['u1', 'noise', { notes: noise }],
+      ['u2', 'small-2', { digits: Array.from({ length: 500 }, (_, i) => i) }],
+      ['u1', 'small-3', { notes: 'z'.repeat(1_000) }],
+    ];
+    for (const [userId, sessionId, state] of created) {
+      const answer = await t.request({ method: 'POST', url: `/v1/spaces/${otherSpace}/users/${userId}/sessions`, payload: { sessionId, state } });
+      expect(answer.statusCode, answer.body).toBe(201);
+      await new Promise((resolve) => setTimeout(resolve, 2)); // distinct update times
+    }
+    // u2's own state, which small-2 carries: measured on the page that starts after the noise.
+    const profile = await t.request({ method: 'POST', url: `/v1/spaces/${otherSpace}/users/u2/sessions/small-2/events`, payload: { author: 'agent', actions: { stateDelta: { 'user:profile': 'p'.repeat(5_000) } } } });
+    expect(profile.statusCode, profile.body).toBe(201);
+    const stored = await sql<{ stored: number; measured: number; lowered: boolean }>`
+      SELECT pg_column_size(state) AS stored, pg_column_size('{}'::jsonb || state) AS measured,
+        bool_and(pg_column_size(state) <= pg_column_size('{}'::jsonb || state)) OVER () AS lowered
+      FROM sessions WHERE account_id = ${t.account.accountId} AND space_id = ${otherSpace} ORDER BY session_id = 'noise' DESC`.execute(t.db);
+    expect(stored.rows[0]!.stored).toBeGreaterThan(BUDGET);
+    // The premise: a state as stored is never larger than as measured (strings, repeats, numbers).
+    expect(stored.rows.every((row) => row.lowered)).toBe(true);
+
+    const byCreation = `/v1/spaces/${otherSpace}/sessions?pageSize=100&orderBy=createTime`;
+    const ascending = await pages(`${byCreation}&order=asc`);
+    expect(ascending.map(ids)).toEqual([['small-1'], ['noise'], ['small-2', 'small-3']]);
+    const [, [noisy], [second]] = ascending as [Listed[], [Listed], [Listed, Listed]];
+    expect(noisy.state.notes).toBe(noise);
+    expect(second.state).toEqual({ digits: Array.from({ length: 500 }, (_, i) => i), 'user:profile': 'p'.repeat(5_000) });
+    expect((await pages(`${byCreation}&order=desc`)).map(ids)).toEqual([['small-3', 'small-2'], ['noise'], ['small-1']]);
+
+    // From the noise on: it alone is sent, and the sessions after it were chosen (the page was cut).
+    const fromNoise = await listSessionRows(t.db, {
+      filter: { accountId: t.account.accountId, spaceId: otherSpace },
+      orderBy: 'create_time',
+      direction: 'asc',
+      scope: 'space',
+      limit: 101,
+      offset: 1,
+      maxBytes: BUDGET,
+    });
+    expect(fromNoise.rows.map((row) => row.session_id)).toEqual(['noise']);
+    expect(fromNoise.candidates).toBe(3);
   });
 
   it('API 3.0: DescribeSessions refuses a Limit whose sessions pass the budget, naming the Limit that fits; smaller Limits page through all', async () => {

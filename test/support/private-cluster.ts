@@ -84,8 +84,9 @@ export async function createPrivateCluster(options: PrivateClusterOptions = {}):
     await rm(dir, { recursive: true, force: true });
     throw error;
   }
-  const port = await freePort();
-  const serverOptions = [
+  let port = await freePort();
+  let started = false;
+  const serverOptions = () => [
     `-c port=${port}`,
     '-c listen_addresses=127.0.0.1',
     `-c unix_socket_directories=${dir}`,
@@ -99,11 +100,29 @@ export async function createPrivateCluster(options: PrivateClusterOptions = {}):
 
   const cluster: PrivateCluster = {
     dir,
-    port,
+    get port() {
+      return port;
+    },
     url: (database = 'postgres') => `postgres://postgres@127.0.0.1:${port}/${database}`,
     async start() {
-      await pgCtl(['-w', '-l', logFile, '-o', serverOptions, 'start']);
-      running = true;
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await pgCtl(['-w', '-l', logFile, '-o', serverOptions(), 'start']);
+          running = started = true;
+          return;
+        } catch (error) {
+          const log = await readFile(logFile, 'utf8').catch(() => '');
+          // A port found free can be taken before the server binds it (by another test's server,
+          // or as an outgoing connection's local port): a first start moves to another port. A
+          // restart keeps its own, which clients and Citus's node list already hold.
+          if (!started && attempt < 3 && /could not bind|Address already in use/.test(log)) {
+            port = await freePort();
+            continue;
+          }
+          // The cluster's directory, log included, is removed after a failure: say what it said.
+          throw new Error(`${error instanceof Error ? error.message : String(error)}\nserver.log:\n${log.slice(-4000)}`, { cause: error });
+        }
+      }
     },
     async stopImmediate() {
       await pgCtl(['-w', '-m', 'immediate', 'stop']);

@@ -384,9 +384,14 @@ const stateSize = (column: string) => sql<number>`pg_column_size('{}'::jsonb || 
  * states stay in PostgreSQL. The first session always comes, whatever its size. `candidates` is how
  * many rows the page query chose: more than come back means the budget or pageSize+1 cut the page.
  *
- * Every candidate's size is measured, up to pageSize+1 of them, although a page of large states
- * stops after a few: work bounded by the request's pageSize (a walk that stops at the budget, a
- * recursive CTE, is refused by Citus), and made cheap by stateSize.
+ * Measuring a state means reading it whole and decompressing it (a page of 100 states of 1 MB:
+ * 100 MB), although a page of large states stops after a few. So each session's own state as
+ * stored, a lower bound read from its header (PostgreSQL keeps a value compressed only when that
+ * makes it smaller), rules out first the sessions that cannot fit whatever their states decompress
+ * to: those after the stored sizes alone pass the budget. Only the others are measured (own_bytes
+ * is NULL for the rest, and their users' states are not measured for them). The work is bounded by
+ * the request's pageSize (a walk that stops at the budget, a recursive CTE, is refused by Citus)
+ * and by the budget.
  */
 async function withSharedState<Row>(db: Executor, request: SessionPageRequest, columns: RawBuilder<unknown>): Promise<SessionListRows<Row>> {
   const { accountId, spaceId } = request.filter;
@@ -396,11 +401,15 @@ async function withSharedState<Row>(db: Executor, request: SessionPageRequest, c
   // rows within the budget. The account and space as constants, for Citus to see one shard.
   const { rows } = await sql<Row & { candidates: string }>`
     WITH page AS MATERIALIZED (
-      SELECT p.*, ${stateSize('p.state')} + octet_length(p.metadata::text) + coalesce(octet_length(p.memo::text), 0) AS own_bytes
-      FROM (${chosenSessions(db, request)}) AS p
+      SELECT q.*, CASE WHEN q.stored_before <= ${request.maxBytes}
+        THEN ${stateSize('q.state')} + octet_length(q.metadata::text) + coalesce(octet_length(q.memo::text), 0) END AS own_bytes
+      FROM (
+        SELECT p.*, sum(pg_column_size(p.state)) OVER (ORDER BY ${order('p')} ROWS UNBOUNDED PRECEDING) - pg_column_size(p.state) AS stored_before
+        FROM (${chosenSessions(db, request)}) AS p
+      ) AS q
     ), page_users AS MATERIALIZED (
       SELECT user_id, state, ${stateSize('state')} AS bytes FROM space_users
-      WHERE account_id = ${accountId} AND space_id = ${spaceId} AND user_id IN (SELECT user_id FROM page)
+      WHERE account_id = ${accountId} AND space_id = ${spaceId} AND user_id IN (SELECT user_id FROM page WHERE own_bytes IS NOT NULL)
     ), page_space AS MATERIALIZED (
       SELECT state, ${stateSize('state')} AS bytes FROM session_spaces WHERE account_id = ${accountId} AND space_id = ${spaceId}
     ), sized AS (
@@ -410,7 +419,8 @@ async function withSharedState<Row>(db: Executor, request: SessionPageRequest, c
       WINDOW w AS (ORDER BY ${order('page')} ROWS UNBOUNDED PRECEDING)
     )
     SELECT ${columns}, (SELECT count(*) FROM page) AS candidates FROM sized AS s
-    WHERE s.bytes_through <= ${request.maxBytes} OR s.position = 1
+    -- The measured sessions are the page's first ones: their positions and running sums are whole.
+    WHERE (s.own_bytes IS NOT NULL AND s.bytes_through <= ${request.maxBytes}) OR s.position = 1
     ORDER BY ${order('s')}`.execute(db);
   return { rows, candidates: rows.length > 0 ? Number(rows[0]!.candidates) : 0 };
 }
