@@ -289,7 +289,7 @@ describe('the same rules as the REST API', () => {
       () =>
         call('CreateSession', { SpaceId, UserId: 'u', SessionId: 's', Metadata: [{ Name: 'ags.tencentcloud.com/other', Value: 'x' }] }),
       'InvalidParameter.Metadata',
-      /Metadata\.ags\.tencentcloud\.com\/other/,
+      /^Metadata\[0\]\.Name: the ags\.tencentcloud\.com\/ namespace is reserved/,
     );
     await expectRefused(
       () =>
@@ -343,6 +343,20 @@ describe('the same rules as the REST API', () => {
     await expectRefused(() => call('AppendEvent', { ...key, Event: { Content: { Parts: [{ Text: 'x' }] } } }), 'MissingParameter', /^Event\.Author: /);
     await expectRefused(() => call('AppendEvent', { ...key, Event: { Author: 'u', Content: { Parts: [{ Text: 'x'.repeat(8193) }] } } }), 'InvalidParameterValue', /Event\.Content\.Parts\[0\]\.Text/);
     await expectRefused(() => call('AppendEvent', { ...key, Event: { Author: 'u', Timestamp: 'yesterday' } }), 'InvalidParameterValue', /^Event\.Timestamp: /);
+    // Inside a JSON string the client's own keys are named as written, after the field that held them.
+    await expectRefused(
+      () => call('AppendEvent', { ...key, Event: { Author: 'u', Content: { Parts: [{ FunctionCall: '{"name":"","args":{"myArg":1}}' }] } } }),
+      'InvalidParameterValue',
+      /^Event\.Content\.Parts\[0\]\.FunctionCall: at name: /,
+    );
+    // Metadata is a list of Name and Value here: a rule names the item, and which of the two it is about.
+    const metadataRefused = (action: string, Metadata: { Name: string; Value: string }[]) =>
+      expectRefused(() => call(action, { ...key, SessionId: action === 'CreateSession' ? 's2' : 's', Metadata }), 'InvalidParameter.Metadata');
+    expect((await metadataRefused('CreateSession', [{ Name: 'ok', Value: '1' }, { Name: '', Value: 'x' }])).message).toBe('Metadata[1].Name: keys must not be empty');
+    expect((await metadataRefused('CreateSession', [{ Name: 'ok', Value: 'v'.repeat(1025) }])).message).toBe('Metadata[0].Value: values must be at most 1024 bytes');
+    expect((await metadataRefused('ModifySession', [{ Name: 'ok', Value: '1' }, { Name: 'Bad/x', Value: '1' }, { Name: 'a/b/c', Value: '1' }])).message).toBe(
+      'Metadata[1].Name: the prefix must be a DNS subdomain: lowercase labels of a–z, 0–9 and "-", separated by "."; Metadata[2].Name: keys are [prefix/]name with at most one "/"',
+    );
     await expectRefused(() => call('ModifySession', key), 'MissingParameter', /Title, Metadata/);
     await expectRefused(() => call('DescribeSession', { SpaceId, UserId: 'u', SessionId: 'nope' }), 'ResourceNotFound.Session');
     await expectRefused(() => call('ModifySession', { SpaceId, UserId: 'u', SessionId: 'nope', Title: 'x' }), 'ResourceNotFound.SessionNotExist');

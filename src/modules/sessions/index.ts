@@ -1,6 +1,6 @@
 // The sessions module's public entry: the session's models and disclosure rules, its services,
 // and the service functions other modules call inside their own transactions (session-rows.service.ts).
-export { metadataIssues } from './metadata-rules.js';
+export { VALUE_TOO_LONG, metadataIssues } from './metadata-rules.js';
 export { maySeeSessionContents, writtenSessionAnswer } from './session-disclosure.js';
 export { sessionNotFound } from './session-not-found.js';
 export {

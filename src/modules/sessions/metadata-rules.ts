@@ -19,6 +19,9 @@ export const DEPLOYMENT_ID_KEY = `${RESERVED_PREFIX}deployment-id`;
 export const AFFINITY_ID_KEY = `${RESERVED_PREFIX}affinity-id`;
 const RESERVED_KEYS: ReadonlySet<string> = new Set([DEPLOYMENT_ID_KEY, AFFINITY_ID_KEY]);
 
+/** The one rule about a value rather than a key (the API 3.0 face names the item's Value for it). */
+export const VALUE_TOO_LONG = `values must be at most ${METADATA_LIMITS.valueBytes} bytes`;
+
 /** One violated rule; `key` is absent when the rule is about the whole object. */
 export interface MetadataIssue {
   key?: string;
@@ -67,7 +70,7 @@ export function metadataIssues(next: Metadata, previous: Metadata = {}): Metadat
     else if (key.startsWith(RESERVED_PREFIX) && !RESERVED_KEYS.has(key)) {
       issues.push({ key, message: `the ${RESERVED_PREFIX} namespace is reserved: only ${DEPLOYMENT_ID_KEY} and ${AFFINITY_ID_KEY} are allowed` });
     }
-    if (bytes(value) > METADATA_LIMITS.valueBytes) issues.push({ key, message: `values must be at most ${METADATA_LIMITS.valueBytes} bytes` });
+    if (bytes(value) > METADATA_LIMITS.valueBytes) issues.push({ key, message: VALUE_TOO_LONG });
   }
   issues.push(...affinityIssues(next, previous));
   return issues;

@@ -14,6 +14,7 @@ import {
   describeSession,
   listSessions,
   modifySession,
+  VALUE_TOO_LONG,
 } from '../sessions/index.js';
 import { defineAction } from './tc3-action.js';
 import { Tc3Error } from './tc3-errors.js';
@@ -25,14 +26,34 @@ const Metadata = z.array(MetadataVar).max(64, 'must hold at most 64 items');
 /** Deprecated in the models; accepted and ignored. */
 const AgentId = z.string().optional();
 
-/** The service's metadata messages name `metadata.<key>`; this face calls the field Metadata. */
-function renamingMetadata<T>(work: () => Promise<T>): Promise<T> {
+/**
+ * The service's metadata issues name `metadata.<key>`; this face's Metadata is a list of Name and
+ * Value, so each issue names its item as the client sent it: `Metadata[1].Name` for a rule about the
+ * key (an empty one included), `Metadata[1].Value` for one about the value, `Metadata` for the whole.
+ */
+function renamingMetadata<T>(items: readonly MetadataItem[] | undefined, work: () => Promise<T>): Promise<T> {
   return work().catch((error: unknown) => {
     if (error instanceof AppError && error.code === 'InvalidParameter.Metadata') {
-      throw new Tc3Error('InvalidParameter.Metadata', error.message.replace(/(^|; )metadata\b/g, '$1Metadata'));
+      const issues = (error.details?.issues ?? []) as { field: string; message: string }[];
+      if (issues.length === 0) throw new Tc3Error('InvalidParameter.Metadata', error.message.replace(/(^|; )metadata\b/g, '$1Metadata'));
+      throw new Tc3Error('InvalidParameter.Metadata', issues.map((issue) => `${metadataItemName(items ?? [], issue)}: ${issue.message}`).join('; '));
     }
     throw error;
   });
+}
+
+interface MetadataItem {
+  Name: string;
+  Value: string;
+}
+
+function metadataItemName(items: readonly MetadataItem[], issue: { field: string; message: string }): string {
+  const KEYED = 'metadata.';
+  if (!issue.field.startsWith(KEYED)) return 'Metadata';
+  const name = issue.field.slice(KEYED.length);
+  const index = items.findIndex((item) => item.Name === name);
+  if (index < 0) return `Metadata (${JSON.stringify(name)})`;
+  return `Metadata[${index}].${issue.message === VALUE_TOO_LONG ? 'Value' : 'Name'}`;
 }
 
 function metadataOrThrow(items: readonly { Name: string; Value: string }[]): Record<string, string> {
@@ -57,12 +78,12 @@ export const createSessionAction = defineAction({
     const body = parseServiceInput(
       sessionSchemas(limits).CreateSessionBody,
       { sessionId: input.SessionId, title: input.Title, state: input.State?.CustomState, metadata: input.Metadata ? metadataOrThrow(input.Metadata) : undefined },
-      pascalPath([], { state: 'State.CustomState' }),
+      pascalPath([], { state: 'State.CustomState' }, ['state']),
     );
     const user = { accountId: principal.accountId, spaceId: input.SpaceId, userId: input.UserId };
     // A SessionId that exists answers the original session, unchanged (SPEC 4.1, the product's
     // documented behaviour), rather than the SDK list's InvalidParameter.SessionIdDuplicate.
-    const { session } = await renamingMetadata(() => createSession(db, limits, user, body, false));
+    const { session } = await renamingMetadata(input.Metadata, () => createSession(db, limits, user, body, false));
     return { Session: toSessionInfo(writtenSessionAnswer(session, maySeeSessionContents(principal, input.SpaceId))) };
   },
 });
@@ -159,7 +180,7 @@ export const modifySessionAction = defineAction({
     const body = parseServiceInput(sessionSchemas(limits).ModifySessionBody, { title: input.Title, metadata: input.Metadata ? metadataOrThrow(input.Metadata) : undefined });
     // Metadata is replaced whole (the model), where the REST PATCH merges: the service's option,
     // inside its one transaction, under the session's lock.
-    const session = await renamingMetadata(() => modifySession(db, key, body, undefined, { replaceMetadata: true }));
+    const session = await renamingMetadata(input.Metadata, () => modifySession(db, key, body, undefined, { replaceMetadata: true }));
     return { Session: toSessionInfo(writtenSessionAnswer(session, maySeeSessionContents(principal, input.SpaceId))) };
   },
 });

@@ -53,9 +53,25 @@ export function parseServiceInput<T extends z.ZodType>(schema: T, value: unknown
   return result.data;
 }
 
-/** REST path → this face's name: each key capitalized (`content.parts[0].text` → `Content.Parts[0].Text`), under `prefix`. */
-export function pascalPath(prefix: readonly PropertyKey[] = [], renames: Record<string, string> = {}): (path: readonly PropertyKey[]) => string {
-  return (path) => fieldPath([...prefix, ...path.map((key) => (typeof key === 'string' ? (renames[key] ?? key.charAt(0).toUpperCase() + key.slice(1)) : key))]);
+/**
+ * REST path → this face's name: each key capitalized (`content.parts[0].text` →
+ * `Content.Parts[0].Text`), under `prefix`. `jsonStrings` are the REST keys whose values came as
+ * JSON strings on this face (`Actions.StateDelta`): past one, the path is inside the client's own
+ * JSON text and is named as written, as stage 1 names it (`Event.Actions.StateDelta: at myKey`).
+ */
+export function pascalPath(prefix: readonly PropertyKey[] = [], renames: Record<string, string> = {}, jsonStrings: readonly string[] = []): (path: readonly PropertyKey[]) => string {
+  return (path) => {
+    const named: PropertyKey[] = [...prefix];
+    for (const [index, key] of path.entries()) {
+      if (typeof key !== 'string') {
+        named.push(key);
+        continue;
+      }
+      named.push(renames[key] ?? key.charAt(0).toUpperCase() + key.slice(1));
+      if (jsonStrings.includes(key) && index + 1 < path.length) return `${fieldPath(named)}: at ${fieldPath(path.slice(index + 1))}`;
+    }
+    return fieldPath(named);
+  };
 }
 
 /**
