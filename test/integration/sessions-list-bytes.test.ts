@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stateBytes } from '../../src/lib/json-measure.js';
-import { listSessionRows } from '../../src/modules/sessions/sessions.repository.js';
+import { type SessionPageRequest, listSessionRows } from '../../src/modules/sessions/sessions.repository.js';
 import { changedTables, tableFingerprints } from '../support/db-snapshot.js';
 import { followPages } from '../support/list-answers.js';
 import { listenOnLoopback, sdkClient, sdkError } from '../support/tencent-client.js';
@@ -51,6 +51,10 @@ const pages = (url: string) => followPages<Listed>(t, url, 'sessions');
 
 const ids = (page: Listed[]) => page.map((session) => session.sessionId);
 
+/** The rows a space's list statement sends within BUDGET, and how many it chose. */
+const spaceRows = (listedSpaceId: string, page: Pick<SessionPageRequest, 'orderBy' | 'direction' | 'limit' | 'offset'>) =>
+  listSessionRows(t.db, { filter: { accountId: t.account.accountId, spaceId: listedSpaceId }, scope: 'space', maxBytes: BUDGET, ...page });
+
 describe('a session list page within MAX_LIST_PAGE_BYTES', () => {
   it('ends a page before the session that would pass the budget, with a nextPageToken; the pages list every session once, in order', async () => {
     for (const url of [`/v1/spaces/${spaceId}/sessions?pageSize=100`, `/v1/spaces/${spaceId}/users/u1/sessions?pageSize=100&includeTotal=true`]) {
@@ -71,25 +75,10 @@ describe('a session list page within MAX_LIST_PAGE_BYTES', () => {
   });
 
   it('does not send the rows past the budget from the database', async () => {
-    const { rows, candidates } = await listSessionRows(t.db, {
-      filter: { accountId: t.account.accountId, spaceId },
-      orderBy: 'update_time',
-      direction: 'desc',
-      scope: 'space',
-      limit: 101,
-      maxBytes: BUDGET,
-    });
+    const { rows, candidates } = await spaceRows(spaceId, { orderBy: 'update_time', direction: 'desc', limit: 101 });
     expect(rows.map((row) => row.session_id)).toEqual(['s1', 's7']);
     expect(candidates).toBe(8);
-    const offset = await listSessionRows(t.db, {
-      filter: { accountId: t.account.accountId, spaceId },
-      orderBy: 'create_time',
-      direction: 'asc',
-      scope: 'space',
-      limit: 3,
-      offset: 2,
-      maxBytes: BUDGET,
-    });
+    const offset = await spaceRows(spaceId, { orderBy: 'create_time', direction: 'asc', limit: 3, offset: 2 });
     expect(offset.rows.map((row) => row.session_id)).toEqual(['s3']);
     expect(offset.candidates).toBe(3);
   });
@@ -132,15 +121,7 @@ describe('a session list page within MAX_LIST_PAGE_BYTES', () => {
     expect((await pages(`${byCreation}&order=desc`)).map(ids)).toEqual([['small-3', 'small-2'], ['noise'], ['small-1']]);
 
     // From the noise on: it alone is sent, and the sessions after it were chosen (the page was cut).
-    const fromNoise = await listSessionRows(t.db, {
-      filter: { accountId: t.account.accountId, spaceId: otherSpace },
-      orderBy: 'create_time',
-      direction: 'asc',
-      scope: 'space',
-      limit: 101,
-      offset: 1,
-      maxBytes: BUDGET,
-    });
+    const fromNoise = await spaceRows(otherSpace, { orderBy: 'create_time', direction: 'asc', limit: 101, offset: 1 });
     expect(fromNoise.rows.map((row) => row.session_id)).toEqual(['noise']);
     expect(fromNoise.candidates).toBe(3);
   });

@@ -18,7 +18,7 @@ import {
 } from '../sessions/index.js';
 import { defineAction } from './tc3-action.js';
 import { Tc3Error } from './tc3-errors.js';
-import { Filter, type FilterValue, MetadataVar, Tc3Timestamp, jsonObjectString, metadataObject, offsetLimit, toSessionInfo } from './tc3-models.js';
+import { Filter, type FilterValue, MetadataVar, type MetadataVarValue, Tc3Timestamp, jsonObjectString, metadataObject, offsetLimit, toSessionInfo } from './tc3-models.js';
 import { parseServiceInput, pascalPath } from './tc3-validation.js';
 
 const SessionKeyFields = { SpaceId, UserId: Identifier, SessionId: Identifier };
@@ -31,23 +31,18 @@ const AgentId = z.string().optional();
  * Value, so each issue names its item as the client sent it: `Metadata[1].Name` for a rule about the
  * key (an empty one included), `Metadata[1].Value` for one about the value, `Metadata` for the whole.
  */
-function renamingMetadata<T>(items: readonly MetadataItem[] | undefined, work: () => Promise<T>): Promise<T> {
+function renamingMetadata<T>(items: readonly MetadataVarValue[] | undefined, work: () => Promise<T>): Promise<T> {
   return work().catch((error: unknown) => {
     if (error instanceof AppError && error.code === 'InvalidParameter.Metadata') {
-      const issues = (error.details?.issues ?? []) as { field: string; message: string }[];
-      if (issues.length === 0) throw new Tc3Error('InvalidParameter.Metadata', error.message.replace(/(^|; )metadata\b/g, '$1Metadata'));
+      // The service's one source of this code (assertValidMetadata) lists its issues in the details.
+      const issues = error.details?.issues as { field: string; message: string }[];
       throw new Tc3Error('InvalidParameter.Metadata', issues.map((issue) => `${metadataItemName(items ?? [], issue)}: ${issue.message}`).join('; '));
     }
     throw error;
   });
 }
 
-interface MetadataItem {
-  Name: string;
-  Value: string;
-}
-
-function metadataItemName(items: readonly MetadataItem[], issue: { field: string; message: string }): string {
+function metadataItemName(items: readonly MetadataVarValue[], issue: { field: string; message: string }): string {
   const KEYED = 'metadata.';
   if (!issue.field.startsWith(KEYED)) return 'Metadata';
   const name = issue.field.slice(KEYED.length);
@@ -56,7 +51,7 @@ function metadataItemName(items: readonly MetadataItem[], issue: { field: string
   return `Metadata[${index}].${issue.message === VALUE_TOO_LONG ? 'Value' : 'Name'}`;
 }
 
-function metadataOrThrow(items: readonly { Name: string; Value: string }[]): Record<string, string> {
+function metadataOrThrow(items: readonly MetadataVarValue[]): Record<string, string> {
   const metadata = metadataObject(items);
   if (typeof metadata === 'string') throw new Tc3Error('InvalidParameter.Metadata', metadata);
   return metadata;

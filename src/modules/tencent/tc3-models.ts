@@ -95,9 +95,10 @@ export type FilterValue = z.infer<typeof Filter>;
 const PART_VALUE_DEPTH = MAX_BODY_NESTING - 1 - 3;
 
 export const MetadataVar = z.strictObject({ Name: z.string(), Value: z.string().default('') });
+export type MetadataVarValue = z.infer<typeof MetadataVar>;
 
 /** MetadataVar[] → the service's metadata object; a repeated Name is refused (the models: unique). */
-export function metadataObject(items: readonly { Name: string; Value: string }[]): Record<string, string> | string {
+export function metadataObject(items: readonly MetadataVarValue[]): Record<string, string> | string {
   const metadata: Record<string, string> = {};
   for (const [index, item] of items.entries()) {
     if (Object.hasOwn(metadata, item.Name)) return `Metadata[${index}].Name: "${item.Name}" is given twice; names must be unique`;
