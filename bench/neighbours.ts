@@ -260,12 +260,17 @@ function openStream(url: string, token: string, onStatus: (status: number | stri
 interface Phase {
   name: string;
   turns: number[];
+  /** B's appends and context reads apart: which half of a slow turn waited. */
+  appends: number[];
+  reads: number[];
   failed: number;
   failures: Record<string, number>;
   rssStart: number;
   rssPeak: number;
   alive: boolean;
   attack?: AttackReport;
+  /** The server's event-loop delay over the phase (ms, prom-client's, reset by each scrape of /metrics). */
+  loopLag?: { p99: number; max: number };
   /** CPU seconds the phase cost: the server process, the database's backends, and A's process. */
   cpu: { server: number; postgres: number; attacker: number; seconds: number };
 }
@@ -356,7 +361,7 @@ async function main(): Promise<void> {
 
     const pid = server.pid!;
     const phase = async (name: string, seconds: number, attack?: number): Promise<Phase> => {
-      const result: Phase = { name, turns: [], failed: 0, failures: {}, rssStart: rssOfProcess(pid), rssPeak: 0, alive: true, cpu: { server: 0, postgres: 0, attacker: 0, seconds: 0 } };
+      const result: Phase = { name, turns: [], appends: [], reads: [], failed: 0, failures: {}, rssStart: rssOfProcess(pid), rssPeak: 0, alive: true, cpu: { server: 0, postgres: 0, attacker: 0, seconds: 0 } };
       result.rssPeak = result.rssStart;
       const sampler = setInterval(() => {
         try {
@@ -367,6 +372,7 @@ async function main(): Promise<void> {
       }, 200);
       const attacker = attack === undefined ? undefined : startAttacker({ attack, seconds, base, spaceId: aSpace, tokens, heavySpaceId, largeStatesSpaceId });
       await attacker?.ready;
+      await eventLoopLag(base); // the lag is measured from here
       const cpuBefore = { server: cpuSecondsOf(pid), postgres: postgresCpuSeconds(), attacker: attacker ? cpuSecondsOf(attacker.pid) : 0, at: performance.now() };
       const until = performance.now() + seconds * 1000;
       let n = 0;
@@ -381,9 +387,14 @@ async function main(): Promise<void> {
                 body: JSON.stringify({ author: 'user', content: { role: 'user', parts: [{ text: `turn ${n}` }] }, actions: { stateDelta: { turn: n++ } } }),
               });
               await appended.arrayBuffer();
+              const appendedAt = performance.now();
               const context = await fetch(`${base}${session}/context`, { headers: bHeaders });
               await context.arrayBuffer();
-              if (appended.ok && context.ok) result.turns.push(performance.now() - started);
+              if (appended.ok && context.ok) {
+                result.turns.push(performance.now() - started);
+                result.appends.push(appendedAt - started);
+                result.reads.push(performance.now() - appendedAt);
+              }
               else fail(result, `${appended.status}/${context.status}`);
             } catch (error) {
               fail(result, `error ${(error as Error).message}`);
@@ -398,6 +409,7 @@ async function main(): Promise<void> {
         attacker: attacker ? cpuSecondsOf(attacker.pid) - cpuBefore.attacker : 0,
         seconds: (performance.now() - cpuBefore.at) / 1000,
       };
+      result.loopLag = await eventLoopLag(base);
       if (attacker) result.attack = await attacker.report;
       clearInterval(sampler);
       result.alive = server!.exitCode === null && (await fetch(`${base}/healthz`).then((res) => res.ok, () => false));
@@ -513,14 +525,25 @@ const stats = (turns: number[]) => {
   return sorted.length ? { p50: percentile(sorted, 50), p99: percentile(sorted, 99) } : { p50: Number.NaN, p99: Number.NaN };
 };
 
+/** The server's event-loop delay since the last scrape (prom-client resets its histogram on each). */
+async function eventLoopLag(base: string): Promise<{ p99: number; max: number } | undefined> {
+  try {
+    const text = await (await fetch(`${base}/metrics`)).text();
+    const seconds = (name: string) => Number(new RegExp(`^${name} (\\S+)`, 'm').exec(text)?.[1]);
+    return { p99: 1000 * seconds('nodejs_eventloop_lag_p99_seconds'), max: 1000 * seconds('nodejs_eventloop_lag_max_seconds') };
+  } catch {
+    return undefined;
+  }
+}
+
 function passes(result: Phase, quiet: Phase): boolean {
   const { p99 } = stats(result.turns);
   return p99 <= TARGET.p99Ratio * stats(quiet.turns).p99 && p99 <= TARGET.p99Ms && result.failed === 0 && result.rssPeak - result.rssStart <= TARGET.rssMiB && result.alive;
 }
 
 function printHeader(): void {
-  console.log('\n| phase | B turns | B p50 ms | B p99 ms | p50 ÷ quiet | p99 ÷ quiet | B failed | RSS start MB | RSS peak growth MB | alive | verdict | CPU % server / PostgreSQL / A | CPU ms per A request server / PostgreSQL |');
-  console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|');
+  console.log('\n| phase | B turns | B p50 ms | B p99 ms | p50 ÷ quiet | p99 ÷ quiet | B failed | RSS start MB | RSS peak growth MB | alive | verdict | CPU % server / PostgreSQL / A | CPU ms per A request server / PostgreSQL | B p99 ms append / context | server loop delay ms p99 / max |');
+  console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
 }
 
 function printRow(result: Phase, quiet: Phase): void {
@@ -529,7 +552,8 @@ function printRow(result: Phase, quiet: Phase): void {
   const isQuiet = result === quiet;
   console.log(
     `| ${result.name} | ${result.turns.length} | ${own.p50.toFixed(0)} | ${own.p99.toFixed(0)} | ${isQuiet ? '1' : (own.p50 / base.p50).toFixed(1)} | ${isQuiet ? '1' : (own.p99 / base.p99).toFixed(1)} | ` +
-      `${result.failed} | ${result.rssStart.toFixed(0)} | ${(result.rssPeak - result.rssStart).toFixed(0)} | ${result.alive ? 'yes' : 'NO'} | ${isQuiet ? '' : passes(result, quiet) ? 'PASS' : 'FAIL'} | ${cpuShares(result)} | ${cpuPerRequest(result)} |`,
+      `${result.failed} | ${result.rssStart.toFixed(0)} | ${(result.rssPeak - result.rssStart).toFixed(0)} | ${result.alive ? 'yes' : 'NO'} | ${isQuiet ? '' : passes(result, quiet) ? 'PASS' : 'FAIL'} | ${cpuShares(result)} | ${cpuPerRequest(result)} | ` +
+      `${stats(result.appends).p99.toFixed(0)} / ${stats(result.reads).p99.toFixed(0)} | ${result.loopLag ? `${result.loopLag.p99.toFixed(0)} / ${result.loopLag.max.toFixed(0)}` : 'unknown'} |`,
   );
 }
 

@@ -21,6 +21,11 @@ describe('chooseBatch', () => {
     expect(chooseBatch([append('a1', 9 * MB), append('a2')], 32, 4 * MB)).toEqual({ batch: ['a1'], rest: ['a2'] });
   });
 
+  it('leaves the appends that are not eligible waiting, in their order, whatever their account\'s turn', () => {
+    const waiting = [append('a1', MB), append('b1'), { ...append('a2'), eligible: false }, append('a3', MB), { ...append('c1'), eligible: false }];
+    expect(chooseBatch(waiting, 32, 4 * MB)).toEqual({ batch: ['a1', 'b1', 'a3'], rest: ['a2', 'c1'] });
+  });
+
   it('takes one account only when asked (Citus)', () => {
     const waiting = ['a1', 'b1', 'a2', 'b2'].map((name) => append(name));
     expect(chooseBatch(waiting, 32, 4 * MB, 'b')).toEqual({ batch: ['b1', 'b2'], rest: ['a1', 'a2'] });

@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   type ScopedStates,
@@ -114,5 +115,27 @@ describe('mergedStateText', () => {
       const states = { session: JSON.parse(session), user: JSON.parse(user), app: JSON.parse(app) };
       expect(JSON.parse(mergedStateText(session, user, app))).toEqual(mergedStateView(states));
     }
+  });
+
+  it('joins the parts as text, unparsed, when each holds only keys of its own scope', () => {
+    // 1.50 and 1e2 stay as written: nothing was parsed and written out again.
+    expect(mergedStateText('{"a": 1.50, "s": "user:"}', '{"user:b": 2}', '{"app:c": {"x": 1e2, "user:y": 1}}')).toBe('{"a": 1.50, "s": "user:","user:b": 2,"app:c": {"x": 1e2, "user:y": 1}}');
+  });
+
+  it('is mergedStateView, keys in the same order, for any states, stray keys included', () => {
+    const key = fc.oneof(fc.string({ maxLength: 4 }), fc.constantFrom('user:', 'app:', 'temp:').chain((prefix) => fc.string({ maxLength: 3 }).map((rest) => prefix + rest)));
+    const state = fc.dictionary(key, fc.jsonValue({ maxDepth: 2 }), { maxKeys: 6 });
+    // Mostly states as the service stores them (each scope's own keys), sometimes with stray keys.
+    const scoped = (scope: 'session' | 'user' | 'app') => fc.oneof(state.map((s) => Object.fromEntries(Object.entries(s).filter(([k]) => scopeOfKey(k) === scope))), state);
+    fc.assert(
+      fc.property(scoped('session'), scoped('user'), scoped('app'), (session, user, app) => {
+        const text = mergedStateText(JSON.stringify(session), JSON.stringify(user), JSON.stringify(app));
+        // As JSON text says it (-0 is written 0).
+        const view = JSON.parse(JSON.stringify(mergedStateView({ session, user, app } as ScopedStates))) as object;
+        expect(JSON.parse(text)).toEqual(view);
+        expect(Object.keys(JSON.parse(text))).toEqual(Object.keys(view));
+      }),
+      { numRuns: 500 },
+    );
   });
 });

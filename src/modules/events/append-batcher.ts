@@ -67,6 +67,7 @@ import { AppError } from '../../errors.js';
 import { runForNoAccount } from '../../lib/account-scope.js';
 import type { AccountSlots } from '../../lib/account-slots.js';
 import type { AppendBatchCounts, AppendQueueDepth } from '../../lib/metrics-registry.js';
+import { runInTurns } from '../../lib/turns.js';
 import type { EventDocument } from './append-plan.js';
 import { answeredBytes, createAnswerWeights } from './answer-weights.js';
 import { chooseBatch } from './batch-choice.js';
@@ -110,6 +111,8 @@ interface Waiting {
   id: string;
   events: EventDocument[];
   ifMatch: number[] | undefined;
+  /** The answer bytes expected of it when it arrived (answer-weights.ts; 0 while no large state is known). */
+  expectedBytes: number;
   /** performance.now() when the append reached the batcher. */
   arrivedAt: number;
   resolve: (session: AppendedSession | undefined) => void;
@@ -120,8 +123,10 @@ export class AppendBatcher implements AppendQueueDepth {
   /** Read by /metrics (append_batches_total and the two after it). */
   readonly stats: AppendBatchCounts = { batches: 0, batchedAppends: 0, refusedWhole: 0, rerunAlone: 0, sentAlone: { sharedState: 0, largeDelta: 0 } };
   private readonly waiting: Waiting[] = [];
+  /** How many of `waiting` are heavy. */
+  private heavyWaiting = 0;
   /** The calls now out, each with the performance.now() at which it was sent (an object each: two may share a time). */
-  private readonly callsInFlight = new Set<{ sentAt: number }>();
+  private readonly callsInFlight = new Set<CallOut>();
   /** The recent typical duration of a call, in ms (a moving average). */
   private typicalCallMs = INITIAL_TYPICAL_CALL_MS;
   /** Set while appends wait for a call out to become overdue. */
@@ -177,60 +182,77 @@ export class AppendBatcher implements AppendQueueDepth {
       return this.alone({ key, events, ifMatch });
     }
     const id = sessionIdOf(key);
-    if (this.weights.any && this.weights.expected(key) >= HEAVY_ANSWER_BYTES) {
+    const expectedBytes = this.weights.any ? this.weights.expected(key) : 0;
+    if (expectedBytes >= HEAVY_ANSWER_BYTES) {
       const slots = this.options.expensiveSlots;
       return slots.run(key.accountId, async () => {
-        const answer = await this.enqueue(key, id, events, ifMatch);
+        const answer = await this.enqueue(key, id, events, ifMatch, expectedBytes);
         if (answer) slots.chargeExtra(key.accountId, answeredBytes(answer) / ANSWER_BYTES_PER_SECOND);
         return answer;
       });
     }
-    return this.enqueue(key, id, events, ifMatch);
+    return this.enqueue(key, id, events, ifMatch, expectedBytes);
   }
 
   /** Queues the append for the next batch (or its session's queue, while that has one). */
-  private enqueue(key: SessionKey, id: string, events: EventDocument[], ifMatch: number[] | undefined): Promise<AppendedSession | undefined> {
+  private enqueue(key: SessionKey, id: string, events: EventDocument[], ifMatch: number[] | undefined, expectedBytes: number): Promise<AppendedSession | undefined> {
     return new Promise((resolve, reject) => {
-      const waiting: Waiting = { key, id, events, ifMatch, arrivedAt: performance.now(), resolve, reject };
+      const waiting: Waiting = { key, id, events, ifMatch, expectedBytes, arrivedAt: performance.now(), resolve, reject };
       if (this.sessionQueues.has(id) || this.stillLocked(id)) return this.queueAlone(waiting);
       this.waiting.push(waiting);
+      if (isHeavy(waiting)) this.heavyWaiting++;
       this.sendWaiting();
     });
   }
 
   private sendWaiting(): void {
     if (this.batchScope === undefined) return this.detectScope();
-    while (this.waiting.length > 0 && this.mayStartCall()) {
-      const batch = this.takeBatch();
-      const call = { sentAt: performance.now() };
+    for (let kind = this.nextCallKind(); kind !== undefined; kind = this.nextCallKind()) {
+      const batch = this.takeBatch(kind);
+      const call: CallOut = { sentAt: performance.now(), heavy: kind === 'heavy' };
       this.callsInFlight.add(call);
       // A batch carries several accounts' appends: its connection is no one account's (db/fair-pool.ts).
-      void runForNoAccount(() => this.send(batch)).finally(() => {
+      void runForNoAccount(() => this.send(batch, call.heavy)).finally(() => {
         this.callsInFlight.delete(call);
-        const took = Math.min(performance.now() - call.sentAt, MAX_TYPICAL_CALL_MS);
-        this.typicalCallMs += (took - this.typicalCallMs) * TYPICAL_CALL_WEIGHT;
+        if (!call.heavy) {
+          const took = Math.min(performance.now() - call.sentAt, MAX_TYPICAL_CALL_MS);
+          this.typicalCallMs += (took - this.typicalCallMs) * TYPICAL_CALL_WEIGHT;
+        }
         this.sendWaiting();
       });
     }
     if (this.waiting.length > 0) this.wakeWhenOverdue();
   }
 
-  /** Whether another call may go out now: none is out, or the queue fills a batch, or every call out is overdue. */
-  private mayStartCall(): boolean {
-    const out = this.callsInFlight.size;
-    if (out === 0) return true;
-    if (out >= this.options.concurrency) return false;
-    return this.waiting.length >= this.options.maxBatch || this.untilOverdue() <= 0;
+  /**
+   * Which call may go out now, if any. Light appends go as they always did: at once when no light
+   * call is out, or when the queue fills a batch, or when the light calls out are overdue. Heavy
+   * appends go in calls of their own, one such call at a time: with two calls or more allowed, a
+   * light append never waits behind the megabytes of a heavy call's answers, neither in its call
+   * nor for a call of its own. When both kinds may go (and with one call allowed, the embedded
+   * database's), the kind of the oldest waiting append goes first, so neither kind starves.
+   */
+  private nextCallKind(): CallKind | undefined {
+    if (this.waiting.length === 0 || this.callsInFlight.size >= this.options.concurrency) return undefined;
+    const heavyWaiting = this.heavyWaiting;
+    const lightWaiting = this.waiting.length - heavyWaiting;
+    let lightOut = 0;
+    for (const call of this.callsInFlight) if (!call.heavy) lightOut++;
+    const heavyOut = this.callsInFlight.size - lightOut;
+    const lightMayGo = lightWaiting > 0 && (lightOut === 0 || lightWaiting >= this.options.maxBatch || this.untilOverdue() <= 0);
+    const heavyMayGo = heavyWaiting > 0 && heavyOut === 0;
+    if (lightMayGo && heavyMayGo) return isHeavy(this.waiting[0]!) ? 'heavy' : 'light';
+    return lightMayGo ? 'light' : heavyMayGo ? 'heavy' : undefined;
   }
 
-  /** Milliseconds until the newest call out is overdue (≤ 0: it is). */
+  /** Milliseconds until the newest light call out is overdue (≤ 0: it is). */
   private untilOverdue(): number {
     let newest = 0;
-    for (const call of this.callsInFlight) newest = Math.max(newest, call.sentAt);
+    for (const call of this.callsInFlight) if (!call.heavy) newest = Math.max(newest, call.sentAt);
     return newest + Math.max(MIN_OVERDUE_MS, OVERDUE_FACTOR * this.typicalCallMs) - performance.now();
   }
 
-  /** Looks at the queue again when the calls out become overdue, unless one answers first. */
+  /** Looks at the queue again when the light calls out become overdue, unless one answers first. */
   private wakeWhenOverdue(): void {
     if (this.overdueTimer || this.callsInFlight.size === 0 || this.callsInFlight.size >= this.options.concurrency) return;
     this.overdueTimer = setTimeout(() => {
@@ -241,17 +263,22 @@ export class AppendBatcher implements AppendQueueDepth {
   }
 
   /**
-   * The next batch: the oldest waiting appends, or on Citus the oldest of the first one's account;
-   * while heavy sessions are known, the accounts' appends in turns, within BATCH_ANSWER_BYTES.
+   * The next batch of `kind`: the oldest waiting appends, or on Citus the oldest of the first one's
+   * account; while heavy sessions are known, the accounts' appends of that kind in turns, heavy
+   * ones within BATCH_ANSWER_BYTES.
    */
-  private takeBatch(): Waiting[] {
-    const onlyAccount = this.batchScope === 'one-account' ? this.waiting[0]!.key.accountId : undefined;
-    if (this.weights.any) {
-      const weighed = this.waiting.map((item) => ({ item, accountId: item.key.accountId, bytes: this.weights.expected(item.key) }));
+  private takeBatch(kind: CallKind): Waiting[] {
+    if (this.heavyWaiting > 0) {
+      const ofKind = (waiting: Waiting) => isHeavy(waiting) === (kind === 'heavy');
+      const first = this.waiting.find(ofKind)!;
+      const onlyAccount = this.batchScope === 'one-account' ? first.key.accountId : undefined;
+      const weighed = this.waiting.map((item) => ({ item, accountId: item.key.accountId, bytes: item.expectedBytes, eligible: ofKind(item) }));
       const { batch, rest } = chooseBatch(weighed, this.options.maxBatch, BATCH_ANSWER_BYTES, onlyAccount);
       this.waiting.splice(0, this.waiting.length, ...rest);
+      if (kind === 'heavy') this.heavyWaiting -= batch.length;
       return batch;
     }
+    const onlyAccount = this.batchScope === 'one-account' ? this.waiting[0]!.key.accountId : undefined;
     if (onlyAccount === undefined) return this.waiting.splice(0, this.options.maxBatch);
     const accountId = onlyAccount;
     const batch: Waiting[] = [];
@@ -278,13 +305,14 @@ export class AppendBatcher implements AppendQueueDepth {
       },
       () => {
         this.detectingScope = false;
+        this.heavyWaiting = 0;
         for (const waiting of this.waiting.splice(0)) void settle(waiting, this.alone(waiting));
       },
     );
   }
 
   /** Resolves when the batch's call is answered; the appends it did not write go on alone, outside the slot. */
-  private async send(batch: Waiting[]): Promise<void> {
+  private async send(batch: Waiting[], heavy: boolean): Promise<void> {
     if (batch.length === 1) {
       const [only] = batch as [Waiting];
       const outcome = this.alone(only).then((row) => {
@@ -314,16 +342,23 @@ export class AppendBatcher implements AppendQueueDepth {
     // returns, the next batch goes to the database in the microtasks that follow, and the answers
     // (JSON, socket writes) are built while the database works on it, instead of before it is sent.
     setImmediate(() => {
+      const answers: [Waiting, BatchRow][] = [];
       batch.forEach((waiting, index) => {
         const row = written.get(index + 1);
         // The row is the append's answer as it is (its ordinal, one column more, is left unread).
         if (row) {
           this.weights.note(waiting.key, row);
-          return waiting.resolve(row);
+          return answers.push([waiting, row]);
         }
         this.stats.rerunAlone++;
         this.queueAlone(waiting);
       });
+      const answer = ([waiting, row]: [Waiting, BatchRow]) => () => waiting.resolve(row);
+      if (!heavy) return answers.forEach((entry) => answer(entry)());
+      // A heavy answer is milliseconds of this process's work (its megabyte written to the socket):
+      // each is answered in a turn of the event loop of its own, so that the requests that arrived
+      // meanwhile, of every account, are read and answered between them, not after all of them.
+      runInTurns(answers.map(answer));
     });
   }
 
@@ -384,6 +419,16 @@ export class AppendBatcher implements AppendQueueDepth {
   private alone({ key, events, ifMatch }: Pick<Waiting, 'key' | 'events' | 'ifMatch'>): Promise<AppendedSession | undefined> {
     return appendInDatabase(this.db, key, events, ifMatch, this.options.stateLimit);
   }
+}
+
+const isHeavy = (waiting: Waiting) => waiting.expectedBytes >= HEAVY_ANSWER_BYTES;
+
+/** A call of light appends, or of heavy ones (nextCallKind). */
+type CallKind = 'light' | 'heavy';
+
+interface CallOut {
+  sentAt: number;
+  heavy: boolean;
 }
 
 /** The typical call assumed before any was measured; a call counts as overdue past OVERDUE_FACTOR × the typical one. */

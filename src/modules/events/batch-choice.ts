@@ -16,13 +16,18 @@ export interface Weighed<T> {
   accountId: string;
   /** The answer bytes expected of it (what its session's last answer carried; 0 when light or unknown). */
   bytes: number;
+  /**
+   * False: it stays waiting and takes no turn (an append of the other kind than the call's,
+   * append-batcher.ts). The kind is the session's, so a session's appends keep their order.
+   */
+  eligible?: boolean;
 }
 
 /** The next call's appends and what stays waiting, each in the order it was given. */
 export function chooseBatch<T>(waiting: Weighed<T>[], maxBatch: number, maxBytes: number, onlyAccount?: string): { batch: T[]; rest: T[] } {
   const turns = new Map<string, Weighed<T>[]>();
   for (const entry of waiting) {
-    if (onlyAccount !== undefined && entry.accountId !== onlyAccount) continue;
+    if (entry.eligible === false || (onlyAccount !== undefined && entry.accountId !== onlyAccount)) continue;
     const queue = turns.get(entry.accountId);
     if (queue) queue.push(entry);
     else turns.set(entry.accountId, [entry]);

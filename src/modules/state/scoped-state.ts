@@ -4,6 +4,7 @@
 // they are stored, so the merged view a session read shows is a plain union. Pure: no I/O, inputs
 // are never mutated.
 import type { JsonObject } from '../../db/schema.js';
+import { everyTopLevelKey, joinJsonObjects } from '../../lib/json-object-text.js';
 import { parseJson } from '../../lib/parse-json.js';
 import { type StateDeltaMode, applyStateDelta } from './state-delta.js';
 
@@ -101,11 +102,19 @@ export function mergedStateView(states: ScopedStates): JsonObject {
 /**
  * mergedStateView over states given as JSON text (PostgreSQL's), as JSON text. The usual session —
  * no `user:` or `app:` state, and no key of another scope anywhere in its own text — is its own
- * view: passed on as it is, not parsed and written out again. Anything else is merged as objects.
+ * view: passed on as it is. When every part holds only keys of its own scope, as the service
+ * stores them, the view is their members one after the other, joined as text: a space's state of
+ * a megabyte is neither parsed nor written out again by every append of its sessions. Anything
+ * else (a key stored in the wrong scope by a direct write) is merged as objects.
  */
 export function mergedStateText(session: string, user: string, app: string): string {
   const mayHoldStrayKeys = session.includes(`"${USER_PREFIX}`) || session.includes(`"${APP_PREFIX}`) || session.includes(`"${TEMP_PREFIX}`);
   if (user === '{}' && app === '{}' && !mayHoldStrayKeys) return session;
+  const eachPartInItsScope =
+    (!mayHoldStrayKeys || everyTopLevelKey(session, (key) => scopeOfKey(key) === 'session')) &&
+    everyTopLevelKey(user, (key) => scopeOfKey(key) === 'user') &&
+    everyTopLevelKey(app, (key) => scopeOfKey(key) === 'app');
+  if (eachPartInItsScope) return joinJsonObjects([session, user, app]);
   return JSON.stringify(mergedStateView({ session: parseJson(session) as JsonObject, user: parseJson(user) as JsonObject, app: parseJson(app) as JsonObject }));
 }
 
