@@ -160,6 +160,13 @@ export interface Limits {
   listConcurrency: number;
   /** Of those, the most one account may run at once. */
   expensivePerAccount: number;
+  /**
+   * Exports open at once per account (half of listConcurrency, rounded up; as many per instance
+   * as listConcurrency), each from its first read to its last byte: what bounds the streams and
+   * buffers one account's exports hold. Their database reads take expensive slots besides, one
+   * read at a time, so an export to a slow reader does not hold its account's expensive share.
+   */
+  exportsPerAccount: number;
   /** The time one account's expensive requests may hold slots: seconds per second, burst, most charged per request. */
   expensiveTimeShare: { perSecond: number; burstSeconds: number; maxChargeSeconds: number };
   /** An append whose stateDeltas are larger than this goes alone, in one of those slots. */
@@ -255,6 +262,7 @@ function limitsFrom(env: z.infer<typeof environmentSchema>): Limits {
     listPageBytes: env.MAX_LIST_PAGE_BYTES,
     listConcurrency,
     expensivePerAccount: Math.min(listConcurrency, env.EXPENSIVE_PER_ACCOUNT ?? defaultExpensivePerAccount(listConcurrency, env.INSTANCE_CPUS ?? availableParallelism())),
+    exportsPerAccount: Math.ceil(listConcurrency / 2),
     expensiveTimeShare: { perSecond: env.EXPENSIVE_SECONDS_PER_SECOND, burstSeconds: env.EXPENSIVE_BURST_SECONDS, maxChargeSeconds: env.EXPENSIVE_MAX_CHARGE_SECONDS },
     appendAloneDeltaBytes: env.APPEND_ALONE_DELTA_BYTES,
     appendBatchMax: env.APPEND_BATCH_MAX,

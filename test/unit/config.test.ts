@@ -47,6 +47,7 @@ describe('loadConfig', () => {
       listConcurrency: 8,
       // Half of the 8 list slots, and at most half of this machine's cores.
       expensivePerAccount: Math.min(4, Math.max(1, Math.floor(availableParallelism() / 2))),
+      exportsPerAccount: 4,
       expensiveTimeShare: { perSecond: 0.25, burstSeconds: 2, maxChargeSeconds: 1 },
       appendAloneDeltaBytes: 16 * 1024,
       appendBatchMax: 32,
@@ -239,6 +240,9 @@ describe('loadConfig', () => {
     expect(loadConfig({ INSTANCE_CPUS: '2', EXPENSIVE_PER_ACCOUNT: '3' }).limits.expensivePerAccount).toBe(3);
     expect(() => loadConfig({ INSTANCE_CPUS: '0' })).toThrow(/INSTANCE_CPUS/);
     expect(loadConfig({}).limits.expensivePerAccount).toBe(defaultExpensivePerAccount(8, availableParallelism()));
+    // Exports open at once per account: half of the slots, whatever the cores (they mostly wait for their readers).
+    expect(loadConfig({ INSTANCE_CPUS: '2' }).limits.exportsPerAccount).toBe(4);
+    expect(loadConfig({ LIST_CONCURRENCY: '3' }).limits.exportsPerAccount).toBe(2);
     expect(loadConfig({ LIST_CONCURRENCY: '3', EXPENSIVE_PER_ACCOUNT: '1' }).limits.expensivePerAccount).toBe(1);
     expect(loadConfig({ LIST_CONCURRENCY: '3', EXPENSIVE_PER_ACCOUNT: '9' }).limits.expensivePerAccount).toBe(3);
     expect(() => loadConfig({ EXPENSIVE_PER_ACCOUNT: '0' })).toThrow(/EXPENSIVE_PER_ACCOUNT/);
