@@ -139,10 +139,11 @@ export async function buildApp({
   registerRequestLogging(app);
   registerShutdownRefusal(app);
   const expensiveSlots = createAccountSlots({ total: limits.listConcurrency, perAccount: limits.expensivePerAccount, timeShare: limits.expensiveTimeShare });
+  const exportSlots = createAccountSlots({ total: limits.listConcurrency, perAccount: limits.exportsPerAccount, timeShare: limits.expensiveTimeShare });
   const appendBatcher = createAppendBatcher(db, batchingOptions(limits, expensiveSlots));
   const appendPath = createAppendPath(db, limits, appendBatcher);
   const eventStreamCounts: EventStreamCounts = { open: 0, sharedReads: 0, catchUpReads: 0 };
-  const metrics = registerMetrics(app, { pool, appendBatches: appendBatcher.stats, appendQueue: appendBatcher, eventStreams: eventStreamCounts, expensiveSlots });
+  const metrics = registerMetrics(app, { pool, appendBatches: appendBatcher.stats, appendQueue: appendBatcher, eventStreams: eventStreamCounts, expensiveSlots, exportSlots });
   registerBodyNestingLimit(app);
   registerRequestTextRules(app);
 
@@ -221,6 +222,7 @@ export async function buildApp({
     credentialMasterKey,
     pageTokens: new PageTokens(pageTokenKey),
     expensiveSlots,
+    exportSlots,
     appendPath,
     metrics,
     credentialChangesApplied: credentialCache ? () => credentialCache.catchUp() : async () => {},

@@ -1,4 +1,5 @@
 // The environment, validated once at start-up. Nothing else reads process.env.
+import { availableParallelism } from 'node:os';
 import { z } from 'zod';
 import type { DatabaseOptions } from './db/connect.js';
 
@@ -85,9 +86,13 @@ const environmentSchema = z.object({
   // Session lists that may query at once per instance (the others wait their turn): by default two
   // pool connections fewer than DB_POOL_MAX, so that lists never hold every connection appends need.
   LIST_CONCURRENCY: z.coerce.number().int().min(1).optional(),
-  // Of those slots, the most one account may hold at once (default: half, rounded up), so that one
-  // account's expensive requests never hold them all (src/lib/account-slots.ts).
+  // Of those slots, the most one account may hold at once (default: half, rounded up, and at most
+  // half of INSTANCE_CPUS, at least 1), so that one account's expensive requests never hold them
+  // all, nor more than half of the instance's cores (src/lib/account-slots.ts, docs/design.md §8).
   EXPENSIVE_PER_ACCOUNT: z.coerce.number().int().min(1).optional(),
+  // The cores this instance may use (default: what Node reports, os.availableParallelism()): set it
+  // where that is not the share the instance gets (a container's CPU limit Node cannot see).
+  INSTANCE_CPUS: z.coerce.number().int().min(1).max(1024).optional(),
   // And the time one account's expensive requests may hold those slots: seconds per second of wall
   // time on an instance, with a burst; one request is charged at most EXPENSIVE_MAX_CHARGE_SECONDS
   // (an export to a slow reader holds its slot long but is not all work). Past it the account's
@@ -155,6 +160,13 @@ export interface Limits {
   listConcurrency: number;
   /** Of those, the most one account may run at once. */
   expensivePerAccount: number;
+  /**
+   * Exports open at once per account (half of listConcurrency, rounded up; as many per instance
+   * as listConcurrency), each from its first read to its last byte: what bounds the streams and
+   * buffers one account's exports hold. Their database reads take expensive slots besides, one
+   * read at a time, so an export to a slow reader does not hold its account's expensive share.
+   */
+  exportsPerAccount: number;
   /** The time one account's expensive requests may hold slots: seconds per second, burst, most charged per request. */
   expensiveTimeShare: { perSecond: number; burstSeconds: number; maxChargeSeconds: number };
   /** An append whose stateDeltas are larger than this goes alone, in one of those slots. */
@@ -222,6 +234,19 @@ export class ConfigError extends Error {
 
 export const DEFAULT_LIMITS: Limits = limitsFrom(environmentSchema.parse({}));
 
+/**
+ * One account's expensive requests at once, by default: half of the slots (rounded up), and no
+ * more than half of the instance's cores. Expensive requests are CPU work, the service's and
+ * PostgreSQL's (megabytes decoded, written, compressed): more of one account's at once than there
+ * are cores to spare only makes each slower, for it and for everyone. On 2 cores, one at a time
+ * against four let another account's turn p99 fall by a quarter to a half under bench:neighbours
+ * attacks 2, 5 and 6, and the attacker itself got 1.6–3 × more of them done within its time
+ * share (each finishes sooner, so is charged less wall time): bench/README.md.
+ */
+export function defaultExpensivePerAccount(listConcurrency: number, cpus: number): number {
+  return Math.min(Math.ceil(listConcurrency / 2), Math.max(1, Math.floor(cpus / 2)));
+}
+
 function limitsFrom(env: z.infer<typeof environmentSchema>): Limits {
   const listConcurrency = env.LIST_CONCURRENCY ?? Math.max(1, env.DB_POOL_MAX - 2);
   return {
@@ -236,7 +261,8 @@ function limitsFrom(env: z.infer<typeof environmentSchema>): Limits {
     filters: env.MAX_FILTERS,
     listPageBytes: env.MAX_LIST_PAGE_BYTES,
     listConcurrency,
-    expensivePerAccount: Math.min(listConcurrency, env.EXPENSIVE_PER_ACCOUNT ?? Math.ceil(listConcurrency / 2)),
+    expensivePerAccount: Math.min(listConcurrency, env.EXPENSIVE_PER_ACCOUNT ?? defaultExpensivePerAccount(listConcurrency, env.INSTANCE_CPUS ?? availableParallelism())),
+    exportsPerAccount: Math.ceil(listConcurrency / 2),
     expensiveTimeShare: { perSecond: env.EXPENSIVE_SECONDS_PER_SECOND, burstSeconds: env.EXPENSIVE_BURST_SECONDS, maxChargeSeconds: env.EXPENSIVE_MAX_CHARGE_SECONDS },
     appendAloneDeltaBytes: env.APPEND_ALONE_DELTA_BYTES,
     appendBatchMax: env.APPEND_BATCH_MAX,

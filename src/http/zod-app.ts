@@ -27,6 +27,8 @@ export interface AppDeps {
    * they never hold every connection appends need, nor one account every slot.
    */
   expensiveSlots: AccountSlots;
+  /** The exports open at once: limits.listConcurrency per instance, limits.exportsPerAccount per account. */
+  exportSlots: AccountSlots;
   /** This app's Prometheus instruments (GET /metrics). */
   metrics: AppMetrics;
   /**

@@ -97,12 +97,14 @@ export function createAppMetrics({
   appendQueue,
   eventStreams,
   expensiveSlots,
+  exportSlots,
 }: {
   pool?: PoolStats | undefined;
   appendBatches?: AppendBatchCounts | undefined;
   appendQueue?: AppendQueueDepth | undefined;
   eventStreams?: EventStreamCounts | undefined;
   expensiveSlots?: SlotCounts | undefined;
+  exportSlots?: SlotCounts | undefined;
 } = {}): AppMetrics {
   const registry = new Registry();
   const registers = [registry];
@@ -157,6 +159,7 @@ export function createAppMetrics({
   if (appendQueue) registerAppendQueueGauges(registry, appendQueue);
   if (eventStreams) registerEventStreamMetrics(registry, eventStreams);
   if (expensiveSlots) registerExpensiveSlotGauges(registry, expensiveSlots);
+  if (exportSlots) registerExportSlotGauges(registry, exportSlots);
 
   const processes = processMetrics();
   return {
@@ -249,8 +252,14 @@ function scrapedGauge(registry: Registry, name: string, help: string, read: () =
 
 function registerExpensiveSlotGauges(registry: Registry, slots: SlotCounts): void {
   const gauge = (name: string, help: string, read: () => number) => scrapedGauge(registry, name, help, read);
-  gauge('expensive_requests_running', 'Expensive requests (session lists, state-at, export, import, appends with a large delta) holding one of the LIST_CONCURRENCY slots.', () => slots.running);
+  gauge('expensive_requests_running', 'Expensive requests (session lists, state-at, the reads of exports, import, appends with a large delta or a heavy answer) holding one of the LIST_CONCURRENCY slots.', () => slots.running);
   gauge('expensive_requests_waiting', 'Expensive requests waiting for a slot: the instance is full, their account holds its EXPENSIVE_PER_ACCOUNT share, or its time share (EXPENSIVE_SECONDS_PER_SECOND) is spent.', () => slots.waiting);
+}
+
+function registerExportSlotGauges(registry: Registry, slots: SlotCounts): void {
+  const gauge = (name: string, help: string, read: () => number) => scrapedGauge(registry, name, help, read);
+  gauge('exports_open', 'Exports open, from their first read to their last byte (at most LIST_CONCURRENCY, and half of it per account).', () => slots.running);
+  gauge('exports_waiting', 'Exports waiting to open: the instance has LIST_CONCURRENCY open, their account half of it, or its time share (EXPENSIVE_SECONDS_PER_SECOND) is spent.', () => slots.waiting);
 }
 
 // Read when scraped, so they cost nothing between scrapes.

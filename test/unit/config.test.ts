@@ -1,5 +1,6 @@
+import { availableParallelism } from 'node:os';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, DEFAULT_LIMITS, loadConfig } from '../../src/config.js';
+import { ConfigError, DEFAULT_LIMITS, defaultExpensivePerAccount, loadConfig } from '../../src/config.js';
 import { defaultPoolPerAccount } from '../../src/db/fair-pool.js';
 
 const VALID_KEY = `AKID${'a'.repeat(32)}.${'b'.repeat(43)}`;
@@ -44,7 +45,9 @@ describe('loadConfig', () => {
       filters: 10,
       listPageBytes: 4 * 1024 * 1024,
       listConcurrency: 8,
-      expensivePerAccount: 4,
+      // Half of the 8 list slots, and at most half of this machine's cores.
+      expensivePerAccount: Math.min(4, Math.max(1, Math.floor(availableParallelism() / 2))),
+      exportsPerAccount: 4,
       expensiveTimeShare: { perSecond: 0.25, burstSeconds: 2, maxChargeSeconds: 1 },
       appendAloneDeltaBytes: 16 * 1024,
       appendBatchMax: 32,
@@ -227,8 +230,19 @@ describe('loadConfig', () => {
     expect(loadConfig({ DB_POOL_MAX: '1' }).limits.listConcurrency).toBe(1);
     expect(loadConfig({ LIST_CONCURRENCY: '3' }).limits.listConcurrency).toBe(3);
     expect(() => loadConfig({ LIST_CONCURRENCY: '0' })).toThrow(/LIST_CONCURRENCY/);
-    // One account may hold half of them (rounded up), or EXPENSIVE_PER_ACCOUNT, never more than all.
-    expect(loadConfig({ DB_POOL_MAX: '7' }).limits.expensivePerAccount).toBe(3);
+    // One account may hold half of them (rounded up) and at most half of the instance's cores, or
+    // EXPENSIVE_PER_ACCOUNT, never more than all.
+    expect(loadConfig({ DB_POOL_MAX: '7', INSTANCE_CPUS: '16' }).limits.expensivePerAccount).toBe(3);
+    expect(loadConfig({ DB_POOL_MAX: '7', INSTANCE_CPUS: '4' }).limits.expensivePerAccount).toBe(2);
+    expect(loadConfig({ INSTANCE_CPUS: '2' }).limits.expensivePerAccount).toBe(1);
+    expect(loadConfig({ INSTANCE_CPUS: '3' }).limits.expensivePerAccount).toBe(1);
+    expect(loadConfig({ INSTANCE_CPUS: '1' }).limits.expensivePerAccount).toBe(1);
+    expect(loadConfig({ INSTANCE_CPUS: '2', EXPENSIVE_PER_ACCOUNT: '3' }).limits.expensivePerAccount).toBe(3);
+    expect(() => loadConfig({ INSTANCE_CPUS: '0' })).toThrow(/INSTANCE_CPUS/);
+    expect(loadConfig({}).limits.expensivePerAccount).toBe(defaultExpensivePerAccount(8, availableParallelism()));
+    // Exports open at once per account: half of the slots, whatever the cores (they mostly wait for their readers).
+    expect(loadConfig({ INSTANCE_CPUS: '2' }).limits.exportsPerAccount).toBe(4);
+    expect(loadConfig({ LIST_CONCURRENCY: '3' }).limits.exportsPerAccount).toBe(2);
     expect(loadConfig({ LIST_CONCURRENCY: '3', EXPENSIVE_PER_ACCOUNT: '1' }).limits.expensivePerAccount).toBe(1);
     expect(loadConfig({ LIST_CONCURRENCY: '3', EXPENSIVE_PER_ACCOUNT: '9' }).limits.expensivePerAccount).toBe(3);
     expect(() => loadConfig({ EXPENSIVE_PER_ACCOUNT: '0' })).toThrow(/EXPENSIVE_PER_ACCOUNT/);

@@ -19,7 +19,7 @@ import { importSession, openExport } from './transfer.service.js';
  */
 const IMPORT_BODY_NESTING = MAX_BODY_NESTING + 2;
 
-export async function transferRoutes(app: ZodApp, { db, limits, expensiveSlots }: AppDeps): Promise<void> {
+export async function transferRoutes(app: ZodApp, { db, limits, expensiveSlots, exportSlots }: AppDeps): Promise<void> {
   const { ImportBody } = importSchemas(limits);
 
   app.get(
@@ -34,9 +34,11 @@ export async function transferRoutes(app: ZodApp, { db, limits, expensiveSlots }
           `A portable document (format ${ExportDocument.shape.format.value}) with everything needed to re-create the session: ids, seq, ` +
           'timestamps, revision, state, the user: and app: keys it sees (scopedState), memo and window. JSON by default; YAML with ' +
           '`Accept: application/yaml` (or text/yaml) or `?format=yaml`; `?format=json` forces JSON. Any other Accept answers JSON. ' +
-          'The events are streamed in seq order, so a long history does not have to fit in memory. An export takes one of the ' +
-          'expensive-request slots its account may hold on the instance (EXPENSIVE_PER_ACCOUNT of LIST_CONCURRENCY) until its last byte is ' +
-          'sent: past the account\'s share it waits for one of its own exports, lists or state-at reads to finish.',
+          'The events are streamed in seq order, so a long history does not have to fit in memory. An account may have half of ' +
+          'LIST_CONCURRENCY exports open at once on an instance, each from its first read to its last byte sent: past that its next ' +
+          'export waits for one of them to finish. Each database read of an export (the session, then each chunk of events) takes one of ' +
+          'the account\'s expensive-request slots (EXPENSIVE_PER_ACCOUNT) while it reads, so an export to a slow reader does not hold ' +
+          'back the account\'s lists or state-at reads.',
         params: SessionPath,
         querystring: ExportQuery,
         response: {
@@ -48,12 +50,15 @@ export async function transferRoutes(app: ZodApp, { db, limits, expensiveSlots }
     async (request, reply) => {
       const format = chooseExportFormat(request.query.format, request.headers.accept);
       const { accountId } = request.principal;
-      // Reads the whole history: one of the account's expensive slots, held until the last byte is
-      // written or the client goes away, so a client that reads slowly holds its own share only.
-      const giveBack = await expensiveSlots.acquire(accountId);
+      // One of the account's exports, held until the last byte is written or the client goes away,
+      // so a client that reads slowly holds its own account's share of open exports only. Its
+      // reads are expensive work, each in one of the account's expensive slots while it runs:
+      // waiting for the reader holds none.
+      const giveBack = await exportSlots.acquire(accountId);
+      const inExpensiveSlot = <T>(read: () => Promise<T>) => expensiveSlots.run(accountId, read);
       let body: Readable;
       try {
-        body = Readable.from(exportText(await openExport(db, { accountId, ...request.params }), format));
+        body = Readable.from(exportText(await inExpensiveSlot(() => openExport(db, { accountId, ...request.params }, inExpensiveSlot)), format));
       } catch (error) {
         giveBack();
         throw error;

@@ -49,8 +49,11 @@ export interface SessionExport {
 /** Only the keys of the scope (the ones a session read shows); a stray key stays where it is. */
 const keysWithPrefix = (state: JsonObject, prefix: string): JsonObject => Object.fromEntries(Object.entries(state).filter(([key]) => key.startsWith(prefix)));
 
-/** 404 before anything is streamed when the session (or its space) is missing or expired. */
-export async function openExport(db: Database, key: SessionKey): Promise<SessionExport> {
+/**
+ * 404 before anything is streamed when the session (or its space) is missing or expired. Each
+ * chunk's read of events goes through `eachRead` (the route runs it in an expensive slot).
+ */
+export async function openExport(db: Database, key: SessionKey, eachRead: <T>(read: () => Promise<T>) => Promise<T> = (read) => read()): Promise<SessionExport> {
   const found = await findLiveSessionWithScopes(db, key);
   if (!found) throw await sessionNotFound(db, key);
   const { session: row, userState, appState } = found;
@@ -74,7 +77,7 @@ export async function openExport(db: Database, key: SessionKey): Promise<Session
   async function* eventChunks(): AsyncGenerator<EventView[]> {
     for (let from = 1; from <= eventCount; from += EXPORT_CHUNK) {
       const to = Math.min(from + EXPORT_CHUNK - 1, eventCount);
-      const rows = await readEventRange(db, key, from, to);
+      const rows = await eachRead(() => readEventRange(db, key, from, to));
       // Short only when the session was deleted (or expired and swept) during the export: the
       // status line is already sent, so the stream is broken off rather than completed wrongly.
       if (rows.length !== to - from + 1) throw new Error(`Session ${key.sessionId} changed during the export (events ${from}..${to} missing).`);
