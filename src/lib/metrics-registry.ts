@@ -158,8 +158,18 @@ export function createAppMetrics({
   if (appendBatches) registerAppendBatchCounters(registry, appendBatches);
   if (appendQueue) registerAppendQueueGauges(registry, appendQueue);
   if (eventStreams) registerEventStreamMetrics(registry, eventStreams);
-  if (expensiveSlots) registerExpensiveSlotGauges(registry, expensiveSlots);
-  if (exportSlots) registerExportSlotGauges(registry, exportSlots);
+  if (expensiveSlots) {
+    registerSlotGauges(registry, expensiveSlots, {
+      running: ['expensive_requests_running', 'Expensive requests (session lists, state-at, the reads of exports, import, appends with a large delta or a heavy answer) holding one of the LIST_CONCURRENCY slots.'],
+      waiting: ['expensive_requests_waiting', 'Expensive requests waiting for a slot: the instance is full, their account holds its EXPENSIVE_PER_ACCOUNT share, or its time share (EXPENSIVE_SECONDS_PER_SECOND) is spent.'],
+    });
+  }
+  if (exportSlots) {
+    registerSlotGauges(registry, exportSlots, {
+      running: ['exports_open', 'Exports open, from their first read to their last byte (at most LIST_CONCURRENCY, and half of it per account).'],
+      waiting: ['exports_waiting', 'Exports waiting to open: the instance has LIST_CONCURRENCY open, their account half of it, or its time share (EXPENSIVE_SECONDS_PER_SECOND) is spent.'],
+    });
+  }
 
   const processes = processMetrics();
   return {
@@ -250,16 +260,10 @@ function scrapedGauge(registry: Registry, name: string, help: string, read: () =
   });
 }
 
-function registerExpensiveSlotGauges(registry: Registry, slots: SlotCounts): void {
-  const gauge = (name: string, help: string, read: () => number) => scrapedGauge(registry, name, help, read);
-  gauge('expensive_requests_running', 'Expensive requests (session lists, state-at, the reads of exports, import, appends with a large delta or a heavy answer) holding one of the LIST_CONCURRENCY slots.', () => slots.running);
-  gauge('expensive_requests_waiting', 'Expensive requests waiting for a slot: the instance is full, their account holds its EXPENSIVE_PER_ACCOUNT share, or its time share (EXPENSIVE_SECONDS_PER_SECOND) is spent.', () => slots.waiting);
-}
-
-function registerExportSlotGauges(registry: Registry, slots: SlotCounts): void {
-  const gauge = (name: string, help: string, read: () => number) => scrapedGauge(registry, name, help, read);
-  gauge('exports_open', 'Exports open, from their first read to their last byte (at most LIST_CONCURRENCY, and half of it per account).', () => slots.running);
-  gauge('exports_waiting', 'Exports waiting to open: the instance has LIST_CONCURRENCY open, their account half of it, or its time share (EXPENSIVE_SECONDS_PER_SECOND) is spent.', () => slots.waiting);
+/** A kind of shared slots (src/lib/account-slots.ts): its holders and its waiters, each a gauge [name, help]. */
+function registerSlotGauges(registry: Registry, slots: SlotCounts, gauges: { running: [string, string]; waiting: [string, string] }): void {
+  scrapedGauge(registry, ...gauges.running, () => slots.running);
+  scrapedGauge(registry, ...gauges.waiting, () => slots.waiting);
 }
 
 // Read when scraped, so they cost nothing between scrapes.

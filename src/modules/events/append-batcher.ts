@@ -353,12 +353,14 @@ export class AppendBatcher implements AppendQueueDepth {
         this.stats.rerunAlone++;
         this.queueAlone(waiting);
       });
-      const answer = ([waiting, row]: [Waiting, BatchRow]) => () => waiting.resolve(row);
-      if (!heavy) return answers.forEach((entry) => answer(entry)());
+      if (!heavy) {
+        for (const [waiting, row] of answers) waiting.resolve(row);
+        return;
+      }
       // A heavy answer is milliseconds of this process's work (its megabyte written to the socket):
       // each is answered in a turn of the event loop of its own, so that the requests that arrived
       // meanwhile, of every account, are read and answered between them, not after all of them.
-      runInTurns(answers.map(answer));
+      runInTurns(answers.map(([waiting, row]) => () => waiting.resolve(row)));
     });
   }
 
