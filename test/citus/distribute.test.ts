@@ -69,6 +69,27 @@ async function shardIndexes(database: string, table: string, namePattern: string
   return shards.map((shard) => `${shard.success} ${shard.result}`);
 }
 
+/** Per shard of `table`: its columns whose statistics target is 0 (migration 0019), in name order. */
+async function shardColumnsWithoutStatistics(database: string, table: string): Promise<string[]> {
+  const shards = await query<{ success: boolean; result: string }>(
+    nodeUrl(coordinatorPort, database),
+    `SELECT success, result FROM run_command_on_shards('${table}', $command$
+       SELECT string_agg(attname, ' ' ORDER BY attname) FROM pg_attribute WHERE attrelid = '%s'::regclass AND attnum > 0 AND attstattarget = 0
+     $command$)`,
+  );
+  return shards.map((shard) => `${shard.success} ${shard.result}`);
+}
+
+/** Every shard of events and sessions carries 0019's targets: ANALYZE on the workers passes the payloads and states by. */
+async function expectShardStatisticsTargets(database: string): Promise<void> {
+  const expected = { events: 'true actions content create_time error_code error_message extensions invocation_id metadata payload_hash', sessions: 'true initial_state memo state' };
+  for (const [table, columns] of Object.entries(expected)) {
+    const shards = await shardColumnsWithoutStatistics(database, table);
+    expect(shards.length).toBeGreaterThan(1);
+    expect(new Set(shards)).toEqual(new Set([columns]));
+  }
+}
+
 async function expectTheLayout(db: Kysely<unknown>): Promise<void> {
   const partitions = (
     await sql<{ table: string; partmethod: string; repmodel: string; colocationid: number }>`
@@ -100,6 +121,8 @@ describe('distribute.sql on a Citus cluster', () => {
     await runPsqlFile(coordinatorPort, name, DISTRIBUTE_SQL);
     const db = handle.db as unknown as Kysely<unknown>;
     await expectTheLayout(db);
+    // Distributed after 0019: the shards were made from tables that carry its statistics targets.
+    await expectShardStatisticsTargets(name);
     const shardsBefore = await query(nodeUrl(coordinatorPort, name), 'SELECT shardid, nodeport FROM citus_shards ORDER BY 1, 2');
     await runPsqlFile(coordinatorPort, name, DISTRIBUTE_SQL);
     await expectTheLayout(db);
@@ -151,7 +174,7 @@ describe('distribute.sql on a Citus cluster', () => {
     await app.close();
   });
 
-  it('applies later migrations that change distributed tables (0015, 0017, 0018) and functions (0016) to a database distributed before them: every shard and worker gets them', async () => {
+  it('applies later migrations that change distributed tables (0015, 0017, 0018, 0019) and functions (0016) to a database distributed before them: every shard and worker gets them', async () => {
     // The release before 0015: its migrations alone, then distributed as an operator does.
     const MIGRATIONS = fileURLToPath(new URL('../../migrations/', import.meta.url));
     const earlier = mkdtempSync(join(tmpdir(), 'ass-migrations-'));
@@ -168,7 +191,15 @@ describe('distribute.sql on a Citus cluster', () => {
         await query(url, `INSERT INTO sessions (account_id, space_id, user_id, session_id, title) VALUES ('${account}', 'space-1', 'u', 'old', 'before 0018')`);
       }
 
-      expect(await migrateToLatest(handle.db)).toEqual(['0015_partial_session_search_indexes', '0016_apply_state_deltas_one_step', '0017_events_covering_key', '0018_session_catalog']);
+      expect(await migrateToLatest(handle.db)).toEqual([
+        '0015_partial_session_search_indexes',
+        '0016_apply_state_deltas_one_step',
+        '0017_events_covering_key',
+        '0018_session_catalog',
+        '0019_statistics_for_planned_columns',
+      ]);
+      // 0019 on tables already distributed, which Citus refuses to alter: every shard has its targets all the same.
+      await expectShardStatisticsTargets(name);
       // 0018 distributed its table itself: the layout holds before distribute.sql runs again.
       await expectTheLayout(handle.db as unknown as Kysely<unknown>);
       await runPsqlFile(coordinatorPort, name, DISTRIBUTE_SQL); // as after every deployment

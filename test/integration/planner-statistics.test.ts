@@ -148,6 +148,53 @@ describe('planner statistics', () => {
     expect(logged[0]).toMatchObject({ message: 'planner statistics gathered', fields: { analyzed: expect.arrayContaining(['events']) } });
     expect(logged.filter((entry) => entry.message === 'gathering planner statistics failed')).toEqual([]);
   });
+
+  it('gathers statistics for the columns rows are looked up by, and passes the payloads and states by (migration 0019)', async () => {
+    // Last: it analyzes events and sessions itself, which the tests above need not yet analyzed.
+    await insertSessions('columns', 1);
+    const session = `/v1/spaces/${t.account.defaultSpaceId}/users/columns-user-0/sessions/columns-session-0`;
+    for (let n = 0; n < 20; n++) {
+      const event = {
+        invocationId: `inv-${n}`,
+        author: n % 2 ? 'user' : 'agent',
+        content: { role: 'model', parts: [{ text: `turn ${n}` }, { functionCall: { name: 'lookup', args: { n } } }] },
+        actions: { stateDelta: { counter: n } },
+        metadata: { turn: n },
+        extensions: { trace: `t-${n}` },
+        errorCode: n % 5 ? undefined : 'E_TOOL',
+        errorMessage: n % 5 ? undefined : 'the tool failed',
+      };
+      expect((await t.request({ method: 'POST', url: `${session}/events`, payload: event })).statusCode).toBe(201);
+    }
+    expect((await t.request({ method: 'PUT', url: `${session}/context`, payload: { memo: { summary: 'so far' } } })).statusCode).toBe(200);
+    await sql`ANALYZE events`.execute(t.db);
+    await sql`ANALYZE sessions`.execute(t.db);
+
+    const analyzedColumns = async (table: string) =>
+      (await sql<{ column: string }>`SELECT attname AS column FROM pg_stats WHERE schemaname = current_schema() AND tablename = ${table} ORDER BY attname`.execute(t.db)).rows.map((row) => row.column);
+    // Keys, order and the list filters (events-list: author, after/before on the event time).
+    expect(await analyzedColumns('events')).toEqual(['account_id', 'author', 'event_id', 'event_time', 'seq', 'session_id', 'space_id', 'user_id'].sort());
+    // Sessions: keys, the list orders and filters (times, title search, metadata) and the counters.
+    const sessionColumns = await analyzedColumns('sessions');
+    expect(sessionColumns).toEqual(expect.arrayContaining(['account_id', 'space_id', 'user_id', 'session_id', 'title', 'metadata', 'update_time', 'create_time', 'expire_time']));
+    for (const column of ['state', 'memo', 'initial_state']) expect(sessionColumns).not.toContain(column);
+
+    // Exactly the migration's columns have a target of 0; every other keeps the default.
+    const { rows } = await sql<{ table: string; column: string }>`
+      SELECT c.relname AS table, a.attname AS column
+      FROM pg_attribute AS a JOIN pg_class AS c ON c.oid = a.attrelid
+      WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r' AND a.attnum > 0 AND NOT a.attisdropped AND a.attstattarget = 0
+      ORDER BY c.relname, a.attname`.execute(t.db);
+    expect(rows.map((row) => `${row.table}.${row.column}`)).toEqual(
+      [
+        ...['invocation_id', 'content', 'actions', 'metadata', 'extensions', 'error_code', 'error_message', 'create_time', 'payload_hash'].map((column) => `events.${column}`),
+        'session_spaces.state',
+        ...['state', 'memo', 'initial_state'].map((column) => `sessions.${column}`),
+        'space_users.state',
+        'state_checkpoints.state',
+      ].sort(),
+    );
+  });
 });
 
 // The server starts the keeper itself: a fresh database, sessions created through the API, and the
