@@ -54,31 +54,30 @@ async function rowCounts(db: Kysely<unknown>): Promise<Record<string, number>> {
   return counts;
 }
 
-/**
- * Each shard's answer (`success result`) for `table`: the definitions of its indexes whose names
- * match `namePattern`, without the names, in name order.
- */
-async function shardIndexes(database: string, table: string, namePattern: string): Promise<string[]> {
+/** Each shard's answer (`success result`) to `command`, run on every shard of `table` (`%s` is the shard). */
+async function onEveryShard(database: string, table: string, command: string): Promise<string[]> {
   const shards = await query<{ success: boolean; result: string }>(
     nodeUrl(coordinatorPort, database),
-    `SELECT success, result FROM run_command_on_shards('${table}', $command$
-       SELECT string_agg(regexp_replace(pg_get_indexdef(indexrelid), '^CREATE (UNIQUE )?INDEX \\S+ ON \\S+ ', ''), ' | ' ORDER BY indexrelid::regclass::text)
-       FROM pg_index WHERE indrelid = '%s'::regclass AND indexrelid::regclass::text ~ '${namePattern}'
-     $command$)`,
+    `SELECT success, result FROM run_command_on_shards('${table}', $command$${command}$command$)`,
   );
   return shards.map((shard) => `${shard.success} ${shard.result}`);
 }
 
-/** Per shard of `table`: its columns whose statistics target is 0 (migration 0019), in name order. */
-async function shardColumnsWithoutStatistics(database: string, table: string): Promise<string[]> {
-  const shards = await query<{ success: boolean; result: string }>(
-    nodeUrl(coordinatorPort, database),
-    `SELECT success, result FROM run_command_on_shards('${table}', $command$
-       SELECT string_agg(attname, ' ' ORDER BY attname) FROM pg_attribute WHERE attrelid = '%s'::regclass AND attnum > 0 AND attstattarget = 0
-     $command$)`,
+/**
+ * Each shard's answer (`success result`) for `table`: the definitions of its indexes whose names
+ * match `namePattern`, without the names, in name order.
+ */
+const shardIndexes = (database: string, table: string, namePattern: string) =>
+  onEveryShard(
+    database,
+    table,
+    `SELECT string_agg(regexp_replace(pg_get_indexdef(indexrelid), '^CREATE (UNIQUE )?INDEX \\S+ ON \\S+ ', ''), ' | ' ORDER BY indexrelid::regclass::text)
+     FROM pg_index WHERE indrelid = '%s'::regclass AND indexrelid::regclass::text ~ '${namePattern}'`,
   );
-  return shards.map((shard) => `${shard.success} ${shard.result}`);
-}
+
+/** Per shard of `table`: its columns whose statistics target is 0 (migration 0019), in name order. */
+const shardColumnsWithoutStatistics = (database: string, table: string) =>
+  onEveryShard(database, table, `SELECT string_agg(attname, ' ' ORDER BY attname) FROM pg_attribute WHERE attrelid = '%s'::regclass AND attnum > 0 AND attstattarget = 0`);
 
 /** Every shard of events and sessions carries 0019's targets: ANALYZE on the workers passes the payloads and states by. */
 async function expectShardStatisticsTargets(database: string): Promise<void> {
