@@ -120,7 +120,7 @@ interface Waiting {
 }
 
 export class AppendBatcher implements AppendQueueDepth {
-  /** Read by /metrics (append_batches_total and the two after it). */
+  /** Read by /metrics (the append_batch*_total counters and append_sent_alone_total). */
   readonly stats: AppendBatchCounts = { batches: 0, batchedAppends: 0, refusedWhole: 0, rerunAlone: 0, sentAlone: { sharedState: 0, largeDelta: 0 }, calls: 0, callSeconds: 0 };
   private readonly waiting: Waiting[] = [];
   /** How many of `waiting` are heavy. */
