@@ -241,7 +241,9 @@ async function main(): Promise<void> {
         const result = await operations[run](DURATION_S, acknowledged);
         const windowEnd = process.hrtime.bigint() / 1000n;
         const used = await meter(result.count);
-        const perCall = countsBefore ? appendsPerCall(countsBefore, await batchCounts(), result.count) : undefined;
+        const countsAfter = countsBefore ? await batchCounts() : undefined;
+        const perCall = countsBefore && countsAfter ? appendsPerCall(countsBefore, countsAfter, result.count) : undefined;
+        const calls = countsBefore && countsAfter ? callTimes(countsBefore, countsAfter, DURATION_S) : undefined;
         if (process.env.BENCH_CPU_PROF && (run === 'single' || run === 'batch')) console.log(`round ${round}: ${RUNS[run]} run between ${windowStart} and ${windowEnd} µs (monotonic), ${result.count} requests`);
         if (result.failed > 0) console.log(`round ${round}, ${RUNS[run]}: ${result.failed} failed: ${JSON.stringify(result.statuses ?? {})}`);
         results[run].push(result);
@@ -256,6 +258,8 @@ async function main(): Promise<void> {
           'p99 ms': result.p99?.toFixed(1) ?? '-',
           failed: String(result.failed),
           'appends/call': perCall?.toFixed(1) ?? '-',
+          'call ms': calls?.meanMs.toFixed(2) ?? '-',
+          'slots busy': calls ? `${(calls.busy * 100).toFixed(0)}%` : '-',
           'CPU ms: server': http ? used.server.toFixed(3) : '-',
           postgres: pgbench ? '-' : used.postgres.toFixed(3),
           'this process': pgbench ? '-' : used.bench.toFixed(2),
@@ -430,7 +434,21 @@ async function scrapeBatchCounts(base: string): Promise<AppendBatchCounts> {
     refusedWhole: read('append_batches_refused_whole_total'),
     rerunAlone: read('append_batch_reruns_total'),
     sentAlone: { sharedState: Number.NaN, largeDelta: Number.NaN }, // labelled samples; not read here
+    calls: read('append_batch_calls_total'),
+    callSeconds: read('append_batch_call_seconds_total'),
   };
+}
+
+/**
+ * The batcher's calls between two readings: how long one took on average (sent to answered, as the
+ * server saw it), and the share of the run's `seconds` during which a call was out (their sum ÷
+ * the run; above 1 when calls overlapped). Near 1 the calls, one after the other, are what the run
+ * waits on.
+ */
+function callTimes(before: AppendBatchCounts, after: AppendBatchCounts, seconds: number): { meanMs: number; busy: number } {
+  const calls = after.calls - before.calls;
+  const callSeconds = after.callSeconds - before.callSeconds;
+  return { meanMs: calls > 0 ? (callSeconds * 1000) / calls : Number.NaN, busy: callSeconds / seconds };
 }
 
 /** `appends` appends over the calls between two readings: each batch is one call, every other append one. */

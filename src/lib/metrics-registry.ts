@@ -67,6 +67,10 @@ export interface AppendBatchCounts {
   rerunAlone: number;
   /** Appends never offered to a batch: they write user: or app: state, or carry a large delta. */
   sentAlone: { sharedState: number; largeDelta: number };
+  /** Calls sent from the batcher's slots, a batch or one append alone. */
+  calls: number;
+  /** Seconds those calls were out at the database, summed over the calls. */
+  callSeconds: number;
 }
 
 /** The batcher's queue now: appends waiting for the next call, and the calls out. */
@@ -206,6 +210,12 @@ function registerAppendBatchCounters(registry: Registry, counts: AppendBatchCoun
     'append_batch_reruns_total',
     'Appends of a batch that the batch did not write (a refusal, a stored eventId, a missing session, a lock conflict) and that were run again alone.',
     () => counts.rerunAlone,
+  );
+  counter('append_batch_calls_total', 'Calls sent from the batcher\'s slots (a batch, or one append that came alone), answered or failed.', () => counts.calls);
+  counter(
+    'append_batch_call_seconds_total',
+    'Seconds those calls were out at the database, summed: ÷ append_batch_calls_total, the typical call; its rate, how busy the slots were (1 = a call out all the time).',
+    () => counts.callSeconds,
   );
   new Counter({
     name: 'append_sent_alone_total',

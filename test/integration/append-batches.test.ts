@@ -50,6 +50,8 @@ async function batchCounts(app: FastifyInstance = t.app) {
     reruns: read('append_batch_reruns_total'),
     aloneForSharedState: read('append_sent_alone_total', { reason: 'shared_state' }),
     aloneForLargeDelta: read('append_sent_alone_total', { reason: 'large_delta' }),
+    calls: read('append_batch_calls_total'),
+    callSeconds: read('append_batch_call_seconds_total'),
   };
 }
 
@@ -79,10 +81,12 @@ describe('group commit of appends', () => {
   it('sends appends that arrive together in one call, and each gets its own gap-free seq and delta', async () => {
     const sessions = await Promise.all(Array.from({ length: 20 }, () => newSession({ kept: true })));
     const before = await batchCounts();
+    const started = performance.now();
     const requests = sessions.flatMap((sessionId) =>
       [1, 2, 3].map((turn) => append(sessionId, { eventId: `${sessionId}-${turn}`, author: 'user', actions: { stateDelta: { [`turn${turn}`]: turn } } })),
     );
     const responses = await Promise.all(requests);
+    const elapsedSeconds = (performance.now() - started) / 1000;
     expect(responses.map((res) => res.statusCode)).toEqual(responses.map(() => 201));
 
     const after = await batchCounts();
@@ -91,6 +95,12 @@ describe('group commit of appends', () => {
     expect(after.reruns).toBe(before.reruns);
     // Nothing to refuse: every batch was written whole, by append_events_batch_whole().
     expect(after.refusedWhole).toBe(before.refusedWhole);
+    // Every append went out in a call of the slots: each batch is one, each append outside a batch another.
+    const appendsAlone = requests.length - (after.batchedAppends - before.batchedAppends);
+    expect(after.calls - before.calls).toBe(after.batches - before.batches + appendsAlone);
+    // One call out at a time (LIMITS): their times add up to no more than the appends took in all.
+    expect(after.callSeconds - before.callSeconds).toBeGreaterThan(0);
+    expect(after.callSeconds - before.callSeconds).toBeLessThanOrEqual(elapsedSeconds);
 
     for (const sessionId of sessions) {
       const { session, events } = await snapshot(sessionId);

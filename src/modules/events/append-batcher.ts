@@ -120,8 +120,8 @@ interface Waiting {
 }
 
 export class AppendBatcher implements AppendQueueDepth {
-  /** Read by /metrics (append_batches_total and the two after it). */
-  readonly stats: AppendBatchCounts = { batches: 0, batchedAppends: 0, refusedWhole: 0, rerunAlone: 0, sentAlone: { sharedState: 0, largeDelta: 0 } };
+  /** Read by /metrics (the append_batch*_total counters and append_sent_alone_total). */
+  readonly stats: AppendBatchCounts = { batches: 0, batchedAppends: 0, refusedWhole: 0, rerunAlone: 0, sentAlone: { sharedState: 0, largeDelta: 0 }, calls: 0, callSeconds: 0 };
   private readonly waiting: Waiting[] = [];
   /** How many of `waiting` are heavy. */
   private heavyWaiting = 0;
@@ -214,10 +214,10 @@ export class AppendBatcher implements AppendQueueDepth {
       // A batch carries several accounts' appends: its connection is no one account's (db/fair-pool.ts).
       void runForNoAccount(() => this.send(batch, call.heavy)).finally(() => {
         this.callsInFlight.delete(call);
-        if (!call.heavy) {
-          const took = Math.min(performance.now() - call.sentAt, MAX_TYPICAL_CALL_MS);
-          this.typicalCallMs += (took - this.typicalCallMs) * TYPICAL_CALL_WEIGHT;
-        }
+        const tookMs = performance.now() - call.sentAt;
+        this.stats.calls++;
+        this.stats.callSeconds += tookMs / 1000;
+        if (!call.heavy) this.typicalCallMs += (Math.min(tookMs, MAX_TYPICAL_CALL_MS) - this.typicalCallMs) * TYPICAL_CALL_WEIGHT;
         this.sendWaiting();
       });
     }
