@@ -4,11 +4,8 @@ import { Identifier, SpaceId } from '../../http/schemas.js';
 import { recordAppend, EventInput, ListEventsQuery, listSessionEvents } from '../events/index.js';
 import { defineAction } from './tc3-action.js';
 import { Tc3Error } from './tc3-errors.js';
-import { EventInfoInput, Tc3Timestamp, eventInputOf, offsetLimit, toEventInfo } from './tc3-models.js';
+import { EVENT_INFO_JSON_STRINGS, EventInfoInput, Tc3Timestamp, eventInputOf, offsetLimit, toEventInfo } from './tc3-models.js';
 import { parseServiceInput, pascalPath } from './tc3-validation.js';
-
-/** The event's fields that this face takes as JSON strings, by their REST names. */
-const EVENT_JSON_STRINGS = ['functionCall', 'functionResponse', 'stateDelta', 'metadata', 'extensions'];
 
 const SessionKeyFields = { SpaceId, UserId: Identifier, SessionId: Identifier, AgentId: z.string().optional() };
 
@@ -18,7 +15,7 @@ export const appendEventAction = defineAction({
   spaceIdOf: (input) => input.SpaceId,
   sessionNotFound: 'ResourceNotFound.Session',
   async run({ metrics, eventFeed, appendPath, principal }, input) {
-    const event = parseServiceInput(EventInput, eventInputOf(input.Event), pascalPath(['Event'], {}, EVENT_JSON_STRINGS));
+    const event = parseServiceInput(EventInput, eventInputOf(input.Event), pascalPath(['Event'], {}, EVENT_INFO_JSON_STRINGS));
     const key = { accountId: principal.accountId, spaceId: input.SpaceId, userId: input.UserId, sessionId: input.SessionId };
     const result = await appendPath.append(key, event, undefined);
     recordAppend(metrics.appends, result);

@@ -139,6 +139,13 @@ export const EventInfoInput = z.strictObject({
 });
 export type EventInfoInputValue = z.output<typeof EventInfoInput>;
 
+/**
+ * EventInfoInput's fields that hold JSON in a string (jsonObjectString), by the names eventInputOf
+ * gives them in the service's input: a rule broken inside one is named by the field, then by the
+ * place in its JSON (tc3-validation.ts, pascalPath).
+ */
+export const EVENT_INFO_JSON_STRINGS: readonly string[] = ['functionCall', 'functionResponse', 'stateDelta', 'metadata', 'extensions'];
+
 const defined = <T extends object>(value: T): T => Object.fromEntries(Object.entries(value).filter(([, item]) => item !== undefined)) as T;
 
 /**
