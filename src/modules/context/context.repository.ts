@@ -72,10 +72,17 @@ function parseEventRecords(records: string | null): EventJsonRow[] {
  * One statement: the live session with its shared state as the API's JSON, and its newest `limit`
  * ($5) events from windowStartSeq to eventCount as JSON text. A single statement reads one
  * snapshot, so this needs no transaction.
+ *
+ * The events are those of the session row `s` found, not of the parameters: the same rows, but an
+ * estimate of them that does not depend on which session is read. With the parameters, a small
+ * session's plan looked cheaper than the plan for any session, and PostgreSQL went on planning the
+ * named statement for each small session's key (0.2–0.4 ms a read) instead of using one plan
+ * (plancache.c, choose_custom_plan; bench/README.md, "Issue 24 on a faster machine"). The account
+ * stays a parameter: Citus routes the statement to the account's shard by it.
  */
 const SESSION_WITH_NEWEST_EVENTS = preparedStatement('read_context', liveSessionQuery(
   `${eventRecords(`SELECT ${EVENT_COLUMNS} FROM events
-    WHERE events.account_id = $1 AND events.space_id = $2 AND events.user_id = $3 AND events.session_id = $4
+    WHERE events.account_id = $1 AND events.space_id = s.space_id AND events.user_id = s.user_id AND events.session_id = s.session_id
       AND events.seq >= s.window_start_seq AND events.seq <= s.event_count
     ORDER BY events.seq DESC
     LIMIT $5`)} AS events`,

@@ -1,0 +1,47 @@
+// The context read is one named statement (src/modules/context/context.repository.ts), planned once
+// per connection for any session. PostgreSQL plans a named statement's first five runs for their
+// values, and goes on doing so while those plans look cheaper than its plan for any values: with
+// its events found by the parameters, a short session's read beside a long session's history did,
+// and every read was planned again.
+import { sql } from 'kysely';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { type TestApp, createTestApp } from '../support/test-app.js';
+
+const LONG_HISTORY = 80_000;
+
+let t: TestApp;
+beforeAll(async () => {
+  // One connection: its prepared statements are the ones the check below reads.
+  t = await createTestApp({ poolMax: 1 });
+});
+afterAll(async () => t.close());
+
+it('keeps one plan for the context read on a connection whose first reads are of a short session beside a long one', async () => {
+  const spaceId = t.account.defaultSpaceId;
+  const base = `/v1/spaces/${spaceId}/users/u-1/sessions`;
+  for (const sessionId of ['long', 'short']) expect((await t.request({ method: 'POST', url: base, payload: { sessionId } })).statusCode).toBe(201);
+  // The long history is written directly: the planner's statistics, not the appends, are the point.
+  await sql`
+    INSERT INTO events (account_id, space_id, user_id, session_id, seq, event_id, author, content, event_time, create_time, payload_hash)
+    SELECT ${t.account.accountId}, ${spaceId}, 'u-1', 'long', g, 'e-' || g, 'user', '{"role":"user","parts":[{"text":"hi"}]}', now(), now(), sha256(g::text::bytea)
+    FROM generate_series(1, ${LONG_HISTORY}) AS g`.execute(t.db);
+  await sql`UPDATE sessions SET event_count = ${LONG_HISTORY} WHERE session_id = 'long'`.execute(t.db);
+  for (let i = 0; i < 3; i++) {
+    expect((await t.request({ method: 'POST', url: `${base}/short/events`, payload: { author: 'user', content: { role: 'user', parts: [{ text: `turn ${i}` }] } } })).statusCode).toBe(201);
+  }
+  await sql`ANALYZE events`.execute(t.db);
+  await sql`ANALYZE sessions`.execute(t.db);
+
+  for (let i = 0; i < 12; i++) {
+    const read = await t.request({ method: 'GET', url: `${base}/short/context?maxEvents=50` });
+    expect(read.statusCode).toBe(200);
+    expect((read.json() as { events: { seq: number }[] }).events.map((event) => event.seq)).toEqual([1, 2, 3]);
+  }
+  const long = await t.request({ method: 'GET', url: `${base}/long/context?maxEvents=50` });
+  expect((long.json() as { events: { seq: number }[] }).events.map((event) => event.seq)).toEqual(Array.from({ length: 50 }, (_, k) => LONG_HISTORY - 49 + k));
+
+  const { rows } = await sql<{ generic_plans: string; custom_plans: string }>`
+    SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE name = 'read_context'`.execute(t.db);
+  // Five planned for their values (PostgreSQL's rule), then the one plan for the other eight.
+  expect(rows.map((row) => [Number(row.custom_plans), Number(row.generic_plans)])).toEqual([[5, 8]]);
+});
