@@ -1,5 +1,5 @@
-// The context read is one named statement (src/modules/context/context.repository.ts), planned once
-// per connection for any session. PostgreSQL plans a named statement's first five runs for their
+// The context read and its further pages are named statements (src/modules/context/context.repository.ts),
+// planned once per connection for any session. PostgreSQL plans a named statement's first five runs for their
 // values, and goes on doing so while those plans look cheaper than its plan for any values: with
 // its events found by the parameters, a short session's read beside a long session's history did,
 // and every read was planned again.
@@ -18,7 +18,7 @@ beforeAll(async () => {
 });
 afterAll(async () => t.close());
 
-it('keeps one plan for the context read on a connection whose first reads are of a short session beside a long one', async () => {
+it('keeps one plan for the context read and its pages on a connection whose first reads are of a short session beside a long one', async () => {
   const spaceId = t.account.defaultSpaceId;
   const base = `/v1/spaces/${spaceId}/users/u-1/sessions`;
   for (const sessionId of ['long', 'short']) expect((await t.request({ method: 'POST', url: base, payload: { sessionId } })).statusCode).toBe(201);
@@ -42,8 +42,19 @@ it('keeps one plan for the context read on a connection whose first reads are of
   const long = await t.request({ method: 'GET', url: `${base}/long/context?maxEvents=50` });
   expect((long.json() as { events: { seq: number }[] }).events.map((event) => event.seq)).toEqual(Array.from({ length: 50 }, (_, k) => LONG_HISTORY - 49 + k));
 
-  const { rows } = await sql<{ generic_plans: string; custom_plans: string }>`
-    SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE name = 'read_context'`.execute(t.db);
-  // Five planned for their values (PostgreSQL's rule), then the one plan for the other eight.
-  expect(rows.map((row) => [Number(row.custom_plans), Number(row.generic_plans)])).toEqual([[5, 8]]);
+  // A budget of characters the first read's events fill only in part: each read takes one more
+  // page of older events (read_context_page).
+  for (let i = 0; i < 12; i++) {
+    const read = await t.request({ method: 'GET', url: `${base}/short/context?maxChars=1000` });
+    expect(read.statusCode).toBe(200);
+    expect((read.json() as { events: { seq: number }[] }).events.map((event) => event.seq)).toEqual([1, 2, 3]);
+  }
+
+  const { rows } = await sql<{ name: string; generic_plans: string; custom_plans: string }>`
+    SELECT name, generic_plans, custom_plans FROM pg_prepared_statements WHERE name LIKE 'read_context%' ORDER BY name`.execute(t.db);
+  // Five runs of each planned for their values (PostgreSQL's rule), then the one plan for the others.
+  expect(rows.map((row) => [row.name, Number(row.custom_plans), Number(row.generic_plans)])).toEqual([
+    ['read_context', 5, 32],
+    ['read_context_page', 5, 7],
+  ]);
 });
