@@ -1,5 +1,6 @@
-// The context read and its further pages are named statements (src/modules/context/context.repository.ts),
-// planned once per connection for any session. PostgreSQL plans a named statement's first five runs for their
+// The context read, its further pages and the events list's pages are named statements
+// (src/modules/context/context.repository.ts, src/modules/events/events.repository.ts), planned once
+// per connection for any session. PostgreSQL plans a named statement's first five runs for their
 // values, and goes on doing so while those plans look cheaper than its plan for any values: with
 // its events found by the parameters, a short session's read beside a long session's history did,
 // and every read was planned again.
@@ -18,7 +19,7 @@ beforeAll(async () => {
 });
 afterAll(async () => t.close());
 
-it('keeps one plan for the context read and its pages on a connection whose first reads are of a short session beside a long one', async () => {
+it('keeps one plan for the context read, its pages and the events list on a connection whose first reads are of a short session beside a long one', async () => {
   const spaceId = t.account.defaultSpaceId;
   const base = `/v1/spaces/${spaceId}/users/u-1/sessions`;
   for (const sessionId of ['long', 'short']) expect((await t.request({ method: 'POST', url: base, payload: { sessionId } })).statusCode).toBe(201);
@@ -50,10 +51,23 @@ it('keeps one plan for the context read and its pages on a connection whose firs
     expect((read.json() as { events: { seq: number }[] }).events.map((event) => event.seq)).toEqual([1, 2, 3]);
   }
 
+  // The events list's first page in either order: a range of seq and a limit of one session's
+  // events, as the context's pages (12 of 12 planned for their values before the mend).
+  for (const order of ['asc', 'desc']) {
+    for (let i = 0; i < 12; i++) {
+      const page = await t.request({ method: 'GET', url: `${base}/short/events?order=${order}&pageSize=50` });
+      expect(page.statusCode).toBe(200);
+      expect((page.json() as { events: { seq: number }[] }).events.map((event) => event.seq)).toEqual(order === 'asc' ? [1, 2, 3] : [3, 2, 1]);
+    }
+  }
+
   const { rows } = await sql<{ name: string; generic_plans: string; custom_plans: string }>`
-    SELECT name, generic_plans, custom_plans FROM pg_prepared_statements WHERE name LIKE 'read_context%' ORDER BY name`.execute(t.db);
+    SELECT name, generic_plans, custom_plans FROM pg_prepared_statements
+    WHERE name LIKE 'read_context%' OR name LIKE 'list_events_%' ORDER BY name`.execute(t.db);
   // Five runs of each planned for their values (PostgreSQL's rule), then the one plan for the others.
   expect(rows.map((row) => [row.name, Number(row.custom_plans), Number(row.generic_plans)])).toEqual([
+    ['list_events_asc', 5, 7],
+    ['list_events_desc', 5, 7],
     ['read_context', 5, 32],
     ['read_context_page', 5, 7],
   ]);

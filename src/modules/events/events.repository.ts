@@ -179,14 +179,22 @@ ORDER BY events.seq ${direction}`;
  * The REST list's common page, no filter but the seq range and no offset, as a named statement
  * (db/prepared-statements.ts) per order: planned once per connection, where the budget's window
  * doubled the planning of an unnamed one. $5 < seq < $6, $7 the limit, $8 the budget.
+ *
+ * Planned once for any session: every value but the account ($1, by which Citus routes the
+ * statement to the account's shard) is read through a subquery, which the planner estimates alike
+ * for any value. With the session's key, the bounds and the limit as plain parameters, every page of
+ * a short session beside a long one was planned again for its values (12 of 12 pages of either
+ * order in test/integration/context-read-plan.test.ts), as the context read was
+ * (context.repository.ts, EVENTS_OF_SESSION_ROW).
  */
 const rangePageStatement = (direction: Direction) =>
   preparedStatement(
     `list_events_${direction.toLowerCase()}`,
     withinBudget(
       `SELECT events.*, ${STORED_SIZE} AS stored_bytes FROM events
-      WHERE events.account_id = $1 AND events.space_id = $2 AND events.user_id = $3 AND events.session_id = $4 AND events.seq > $5 AND events.seq < $6
-      ORDER BY events.seq ${direction} LIMIT $7`,
+      WHERE events.account_id = $1 AND events.space_id = (SELECT $2::text) AND events.user_id = (SELECT $3::text)
+        AND events.session_id = (SELECT $4::text) AND events.seq > (SELECT $5::bigint) AND events.seq < (SELECT $6::bigint)
+      ORDER BY events.seq ${direction} LIMIT (SELECT $7::integer)`,
       '$8',
       LISTED_EVENT_JSON,
       direction,
