@@ -1,9 +1,9 @@
-// The context read, its further pages and the events list's pages are named statements
-// (src/modules/context/context.repository.ts, src/modules/events/events.repository.ts), planned once
-// per connection for any session. PostgreSQL plans a named statement's first five runs for their
-// values, and goes on doing so while those plans look cheaper than its plan for any values: with
-// its events found by the parameters, a short session's read beside a long session's history did,
-// and every read was planned again.
+// The context read, its further pages, the events list's pages and describe are named statements
+// (src/modules/context/context.repository.ts, src/modules/events/events.repository.ts,
+// src/modules/sessions/session-json.repository.ts), planned once per connection for any session.
+// PostgreSQL plans a named statement's first five runs for their values, and goes on doing so while
+// those plans look cheaper than its plan for any values: with its events found by the parameters, a
+// short session's read beside a long session's history did, and every read was planned again.
 import { sql } from 'kysely';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { type TestApp, createTestApp } from '../support/test-app.js';
@@ -19,7 +19,7 @@ beforeAll(async () => {
 });
 afterAll(async () => t.close());
 
-it('keeps one plan for the context read, its pages and the events list on a connection whose first reads are of a short session beside a long one', async () => {
+it('keeps one plan for each named read (the context, its pages, the events list, describe) on a connection whose first reads are of a short session beside a long one', async () => {
   const spaceId = t.account.defaultSpaceId;
   const base = `/v1/spaces/${spaceId}/users/u-1/sessions`;
   for (const sessionId of ['long', 'short']) expect((await t.request({ method: 'POST', url: base, payload: { sessionId } })).statusCode).toBe(201);
@@ -61,11 +61,16 @@ it('keeps one plan for the context read, its pages and the events list on a conn
     }
   }
 
+  // Describe reads the session's row by its key (and its user's and space's): one row whatever the
+  // session, so its plan for any values is taken from the sixth read on as well.
+  for (let i = 0; i < 12; i++) expect((await t.request({ method: 'GET', url: `${base}/short` })).statusCode).toBe(200);
+
   const { rows } = await sql<{ name: string; generic_plans: string; custom_plans: string }>`
     SELECT name, generic_plans, custom_plans FROM pg_prepared_statements
-    WHERE name LIKE 'read_context%' OR name LIKE 'list_events_%' ORDER BY name`.execute(t.db);
+    WHERE name LIKE 'read_context%' OR name LIKE 'list_events_%' OR name = 'describe_session' ORDER BY name`.execute(t.db);
   // Five runs of each planned for their values (PostgreSQL's rule), then the one plan for the others.
   expect(rows.map((row) => [row.name, Number(row.custom_plans), Number(row.generic_plans)])).toEqual([
+    ['describe_session', 5, 7],
     ['list_events_asc', 5, 7],
     ['list_events_desc', 5, 7],
     ['read_context', 5, 32],
