@@ -16,3 +16,17 @@ export const sessionNotExpiredText = (sessions: string): string => `(${sessions}
 
 /** The same condition on the table `sessions`, for the query builder. */
 export const SESSION_NOT_EXPIRED = sql<boolean>`${sql.raw(sessionNotExpiredText('sessions'))}`;
+
+/**
+ * The events of the session $1–$4 (account, space, user, session; sessionKeyParameters), written so
+ * that a named statement over them is planned once per connection for any session. PostgreSQL plans
+ * a named statement's first five runs for their values and goes on doing so while those plans look
+ * cheaper than its plan for any values (plancache.c, choose_custom_plan): with the key as plain
+ * parameters, a short session's events beside a long session's history looked cheaper, and every
+ * read of a short session was planned again (bench/README.md; test/integration/context-read-plan.test.ts).
+ * A value read through a subquery is estimated alike for any value. The account stays a plain
+ * parameter: Citus routes a statement to the account's shard by it. The statements that use this
+ * read their seq bounds and limit through subqueries too, for the same reason.
+ */
+export const EVENTS_OF_SESSION_KEY =
+  'events.account_id = $1 AND events.space_id = (SELECT $2::text) AND events.user_id = (SELECT $3::text) AND events.session_id = (SELECT $4::text)';

@@ -9,7 +9,7 @@ import { CompiledQuery, type Transaction } from 'kysely';
 import type { Executor } from '../../db/connect.js';
 import { preparedStatement } from '../../db/prepared-statements.js';
 import type { DB } from '../../db/schema.js';
-import { NOW_MS } from '../../db/sql-fragments.js';
+import { EVENTS_OF_SESSION_KEY, NOW_MS } from '../../db/sql-fragments.js';
 import { eventJson } from '../../db/event-json-sql.js';
 import { liveSessionQuery, sessionKeyParameters } from '../../db/session-json-sql.js';
 import type { SessionJsonRow } from '../sessions/index.js';
@@ -69,23 +69,13 @@ function parseEventRecords(records: string | null): EventJsonRow[] {
 }
 
 /**
- * The events of the session row `s` the statement read, not of the parameters: the same rows, but
- * an estimate of them that does not depend on which session is read. With the parameters, a small
- * session's plan looked cheaper than the plan for any session, and PostgreSQL went on planning the
- * named statements below for each small session's key (0.2–0.4 ms a read) instead of using one plan
- * (plancache.c, choose_custom_plan; bench/README.md, "Issue 24 on a faster machine"). The account
- * stays a parameter ($1): Citus routes a statement to the account's shard by it.
- */
-const EVENTS_OF_SESSION_ROW = 'events.account_id = $1 AND events.space_id = s.space_id AND events.user_id = s.user_id AND events.session_id = s.session_id';
-
-/**
  * One statement: the live session with its shared state as the API's JSON, and its newest `limit`
  * ($5) events from windowStartSeq to eventCount as JSON text. A single statement reads one
  * snapshot, so this needs no transaction.
  */
 const SESSION_WITH_NEWEST_EVENTS = preparedStatement('read_context', liveSessionQuery(
   `${eventRecords(`SELECT ${EVENT_COLUMNS} FROM events
-    WHERE ${EVENTS_OF_SESSION_ROW}
+    WHERE ${EVENTS_OF_SESSION_KEY}
       AND events.seq >= s.window_start_seq AND events.seq <= s.event_count
     ORDER BY events.seq DESC
     LIMIT $5`)} AS events`,
@@ -112,19 +102,15 @@ export async function findSessionWithNewestEvents(
   return { session, newest: parseEventRecords(events) };
 }
 
-// Planned once for any session and any range (EVENTS_OF_SESSION_ROW: every short session's page was
-// planned again, 0 of 600 runs took the plan for any session, a 10,000-event session's included).
-// The bounds of seq and the limit are read as subqueries, which the planner estimates alike for any
-// values: a narrow range or a small limit planned for its values looked cheaper too, and either one
-// left a parameter kept the page planned again (test/integration/context-read-plan.test.ts).
-// No row when the session is gone.
+// Planned once for any session and any range (EVENTS_OF_SESSION_KEY; before, every short session's
+// page was planned again, 0 of 600 runs took the plan for any session). The bounds of seq and the
+// limit are read as subqueries as well: a narrow range or a small limit planned for its values looked
+// cheaper too, and either one left a parameter kept the page planned again.
 const NEWEST_EVENTS = preparedStatement('read_context_page', `SELECT ${eventRecords(`SELECT ${EVENT_COLUMNS} FROM events
-    WHERE ${EVENTS_OF_SESSION_ROW}
+    WHERE ${EVENTS_OF_SESSION_KEY}
       AND events.seq >= (SELECT $5::bigint) AND events.seq < (SELECT $6::bigint)
     ORDER BY events.seq DESC
-    LIMIT (SELECT $7::integer)`)} AS events
-  FROM sessions AS s
-  WHERE s.account_id = $1 AND s.space_id = $2 AND s.user_id = $3 AND s.session_id = $4`);
+    LIMIT (SELECT $7::integer)`)} AS events`);
 
 /** The newest events with seq in [fromSeq, beforeSeq) as JSON text, newest first. */
 export async function listNewestEvents(

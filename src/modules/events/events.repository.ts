@@ -5,7 +5,7 @@ import type { DB, EventRow, SessionRow } from '../../db/schema.js';
 import { eventJson } from '../../db/event-json-sql.js';
 import { preparedStatement } from '../../db/prepared-statements.js';
 import { sessionKeyParameters } from '../../db/session-json-sql.js';
-import { SESSION_NOT_EXPIRED, sessionNotExpiredText } from '../../db/sql-fragments.js';
+import { EVENTS_OF_SESSION_KEY, SESSION_NOT_EXPIRED, sessionNotExpiredText } from '../../db/sql-fragments.js';
 import type { SessionKey } from '../../db/keys.js';
 
 export interface EventFilters {
@@ -180,20 +180,16 @@ ORDER BY events.seq ${direction}`;
  * (db/prepared-statements.ts) per order: planned once per connection, where the budget's window
  * doubled the planning of an unnamed one. $5 < seq < $6, $7 the limit, $8 the budget.
  *
- * Planned once for any session: every value but the account ($1, by which Citus routes the
- * statement to the account's shard) is read through a subquery, which the planner estimates alike
- * for any value. With the session's key, the bounds and the limit as plain parameters, every page of
- * a short session beside a long one was planned again for its values (12 of 12 pages of either
- * order in test/integration/context-read-plan.test.ts), as the context read was
- * (context.repository.ts, EVENTS_OF_SESSION_ROW).
+ * Planned once for any session (EVENTS_OF_SESSION_KEY, and the bounds and the limit read as
+ * subqueries): with plain parameters, every page of a short session beside a long one was planned
+ * again for its values (12 of 12 pages of either order in test/integration/context-read-plan.test.ts).
  */
 const rangePageStatement = (direction: Direction) =>
   preparedStatement(
     `list_events_${direction.toLowerCase()}`,
     withinBudget(
       `SELECT events.*, ${STORED_SIZE} AS stored_bytes FROM events
-      WHERE events.account_id = $1 AND events.space_id = (SELECT $2::text) AND events.user_id = (SELECT $3::text)
-        AND events.session_id = (SELECT $4::text) AND events.seq > (SELECT $5::bigint) AND events.seq < (SELECT $6::bigint)
+      WHERE ${EVENTS_OF_SESSION_KEY} AND events.seq > (SELECT $5::bigint) AND events.seq < (SELECT $6::bigint)
       ORDER BY events.seq ${direction} LIMIT (SELECT $7::integer)`,
       '$8',
       LISTED_EVENT_JSON,
