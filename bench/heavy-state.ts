@@ -4,8 +4,8 @@
 // timeInterleaved) so that they meet the same moments of a noisy machine:
 //   1. the service (its app in-process, through `inject`), the stored JSON compressed with lz4 as
 //      migrated where the server has it;
-//   2. the same service on a second database whose columns were set back to pglz: the service as
-//      it was before 0020;
+//   2. the same service on a second database whose columns were set back to pglz: the service on a
+//      server without lz4 (PGlite's case), or as it was before 0020;
 //   3. the baseline, the least the database can do for such an append: one statement on the
 //      minimal schema (minimal-transaction.ts) that applies the delta, inserts the event and
 //      answers the new state as text, with the state column compressed by pglz (the default);
@@ -146,10 +146,10 @@ async function main(): Promise<void> {
     }
     console.table(table);
     const [service, servicePglz, minimal, minimalLz4] = latencies.map((latency) => latency.p50);
-    console.log(`service (lz4) ÷ service as before 0020 (pglz), p50:  ${(service! / servicePglz!).toFixed(2)}`);
+    console.log(`service (lz4) ÷ service (pglz), p50:                ${(service! / servicePglz!).toFixed(2)}`);
     console.log(`service (lz4) ÷ minimal statement (pglz), p50:       ${(service! / minimal!).toFixed(2)}`);
     console.log(`service (lz4) ÷ minimal statement (lz4), p50:        ${(service! / minimalLz4!).toFixed(2)}`);
-    console.log(`service as before (pglz) ÷ minimal (pglz), p50:      ${(servicePglz! / minimal!).toFixed(2)}`);
+    console.log(`service (pglz) ÷ minimal statement (pglz), p50:      ${(servicePglz! / minimal!).toFixed(2)}`);
   } finally {
     for (const contestant of contestants) await contestant.close();
     for (const drop of drops) await drop();

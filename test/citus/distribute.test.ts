@@ -219,6 +219,7 @@ describe('distribute.sql on a Citus cluster', () => {
         '0018_session_catalog',
         '0019_statistics_for_planned_columns',
         '0020_lz4_for_stored_json',
+        '0021_state_written_out_once',
       ]);
       // 0019 on tables already distributed, which Citus refuses to alter: every shard has its targets all the same.
       await expectShardStatisticsTargets(name);
