@@ -23,6 +23,7 @@ const CITUS_INTEGRATION_SUITES = [
   'event-stream',
   'event-stream-bytes',
   'expiry-sweeper',
+  'stored-json-compression',
 ];
 
 // Suites of the embedded server as a process, on a data folder of their own: what they test is the

@@ -89,6 +89,27 @@ async function expectShardStatisticsTargets(database: string): Promise<void> {
   }
 }
 
+/** Per shard of `table`: its columns compressed with lz4 (migration 0020), in name order. */
+const shardColumnsWithLz4 = (database: string, table: string) =>
+  onEveryShard(database, table, `SELECT string_agg(attname, ' ' ORDER BY attname) FROM pg_attribute WHERE attrelid = '%s'::regclass AND attnum > 0 AND attcompression = 'l'`);
+
+/** Every shard of the tenant tables writes its stored JSON with lz4 (migration 0020), as the tables on one PostgreSQL do. */
+async function expectShardCompression(database: string): Promise<void> {
+  const expected = {
+    events: 'true actions content extensions metadata',
+    sessions: 'true initial_state memo metadata state',
+    session_catalog: 'true metadata',
+    state_checkpoints: 'true state',
+    space_users: 'true state',
+    session_spaces: 'true state',
+  };
+  for (const [table, columns] of Object.entries(expected)) {
+    const shards = await shardColumnsWithLz4(database, table);
+    expect(shards.length).toBeGreaterThan(1);
+    expect(new Set(shards)).toEqual(new Set([columns]));
+  }
+}
+
 async function expectTheLayout(db: Kysely<unknown>): Promise<void> {
   const partitions = (
     await sql<{ table: string; partmethod: string; repmodel: string; colocationid: number }>`
@@ -122,6 +143,7 @@ describe('distribute.sql on a Citus cluster', () => {
     await expectTheLayout(db);
     // Distributed after 0019: the shards were made from tables that carry its statistics targets.
     await expectShardStatisticsTargets(name);
+    await expectShardCompression(name);
     const shardsBefore = await query(nodeUrl(coordinatorPort, name), 'SELECT shardid, nodeport FROM citus_shards ORDER BY 1, 2');
     await runPsqlFile(coordinatorPort, name, DISTRIBUTE_SQL);
     await expectTheLayout(db);
@@ -173,7 +195,7 @@ describe('distribute.sql on a Citus cluster', () => {
     await app.close();
   });
 
-  it('applies later migrations that change distributed tables (0015, 0017, 0018, 0019) and functions (0016) to a database distributed before them: every shard and worker gets them', async () => {
+  it('applies later migrations that change distributed tables (0015, 0017, 0018, 0019, 0020) and functions (0016) to a database distributed before them: every shard and worker gets them', async () => {
     // The release before 0015: its migrations alone, then distributed as an operator does.
     const MIGRATIONS = fileURLToPath(new URL('../../migrations/', import.meta.url));
     const earlier = mkdtempSync(join(tmpdir(), 'ass-migrations-'));
@@ -196,9 +218,13 @@ describe('distribute.sql on a Citus cluster', () => {
         '0017_events_covering_key',
         '0018_session_catalog',
         '0019_statistics_for_planned_columns',
+        '0020_lz4_for_stored_json',
+        '0021_state_written_out_once',
       ]);
       // 0019 on tables already distributed, which Citus refuses to alter: every shard has its targets all the same.
       await expectShardStatisticsTargets(name);
+      // 0020 likewise: every shard compresses its stored JSON with lz4.
+      await expectShardCompression(name);
       // 0018 distributed its table itself: the layout holds before distribute.sql runs again.
       await expectTheLayout(handle.db as unknown as Kysely<unknown>);
       await runPsqlFile(coordinatorPort, name, DISTRIBUTE_SQL); // as after every deployment

@@ -419,7 +419,7 @@ export class AppendBatcher implements AppendQueueDepth {
   }
 
   private alone({ key, events, ifMatch }: Pick<Waiting, 'key' | 'events' | 'ifMatch'>): Promise<AppendedSession | undefined> {
-    return appendInDatabase(this.db, key, events, ifMatch, this.options.stateLimit);
+    return appendInDatabase(this.db, key, events, ifMatch, this.options.stateLimit, this.batchScope === 'any-accounts');
   }
 }
 

@@ -13,7 +13,7 @@ import { AppError } from '../../errors.js';
 import { preconditionFailed } from '../../lib/preconditions.js';
 import type { SessionKey } from '../../db/keys.js';
 import { stateLimitExceeded, type StoredScope } from '../state/index.js';
-import { APPEND_ANSWER_SELECT, type AppendedSession } from './append-answer.js';
+import { APPEND_ANSWER_SELECT, type AppendedSession, STATES_AS_TEXT_ONCE, measuredAnswerSelect } from './append-answer.js';
 import type { EventDocument } from './append-plan.js';
 
 export type { AppendedSession } from './append-answer.js';
@@ -23,15 +23,25 @@ export class StoredEventIdError extends Error {
   override name = 'StoredEventIdError';
 }
 
-// A named statement (src/db/prepared-statements.ts): parsed and planned once per connection.
+// Named statements (src/db/prepared-statements.ts): parsed and planned once per connection.
+// On Citus the call must be the statement's whole FROM, or it is not delegated to the account's
+// worker (docs/scale-out.md §4): append_events() checks the state limit itself there. Elsewhere the
+// statement checks it, on the text it answers, so that a changed state is written out once
+// (migrations/0021).
 const APPEND_EVENTS = preparedStatement(
   'append_events',
   `SELECT ${APPEND_ANSWER_SELECT} FROM append_events($1, $2, $3, $4, $5::jsonb, $6::bigint[], $7)`,
+);
+const APPEND_EVENTS_MEASURED = preparedStatement(
+  'append_events_measured',
+  `SELECT ${measuredAnswerSelect('$7')} FROM append_events($1, $2, $3, $4, $5::jsonb, $6::bigint[], NULL) AS a ${STATES_AS_TEXT_ONCE}`,
 );
 
 /**
  * Appends the events and applies their deltas in one statement; undefined when the session is
  * missing or expired. Throws 412 (If-Match), 413 (a state over the limit) or StoredEventIdError.
+ * `notCitus`: the database is known not to be Citus, so the statement may check the state limit
+ * (APPEND_EVENTS_MEASURED).
  *
  * Written as SQL text: it runs on every append, and the query builder's compile step cost more CPU
  * than the rest of the call's client side.
@@ -42,11 +52,13 @@ export async function appendInDatabase(
   events: EventDocument[],
   ifMatch: number[] | undefined,
   stateLimit: number,
+  notCitus = false,
 ): Promise<AppendedSession | undefined> {
   const parameters = [key.accountId, key.spaceId, key.userId, key.sessionId, JSON.stringify(events), ifMatch ?? null, stateLimit];
+  const statement = notCitus ? APPEND_EVENTS_MEASURED : APPEND_EVENTS;
   for (let attempt = 1; ; attempt++) {
     try {
-      const result = await db.executeQuery<AppendedSession>(CompiledQuery.raw(APPEND_EVENTS, parameters));
+      const result = await db.executeQuery<AppendedSession>(CompiledQuery.raw(statement, parameters));
       return result.rows[0];
     } catch (error) {
       // On Citus a call routed to a shard that a split or move just retired did nothing: sent again
@@ -90,7 +102,11 @@ export interface BatchedAppend extends SessionKey {
 }
 
 const BATCH_COLUMNS = `ordinal, ${APPEND_ANSWER_SELECT}`;
-const APPEND_EVENTS_BATCH_WHOLE = preparedStatement('append_events_batch_whole', `SELECT ${BATCH_COLUMNS} FROM append_events_batch_whole($1::jsonb, $2, $3)`);
+// Never on Citus (`any-accounts`): the statement checks the state limit, as APPEND_EVENTS_MEASURED.
+const APPEND_EVENTS_BATCH_WHOLE = preparedStatement(
+  'append_events_batch_whole',
+  `SELECT a.ordinal, ${measuredAnswerSelect('$2')} FROM append_events_batch_whole($1::jsonb, NULL, $3) AS a ${STATES_AS_TEXT_ONCE}`,
+);
 const APPEND_EVENTS_BATCH = preparedStatement('append_events_batch', `SELECT ${BATCH_COLUMNS} FROM append_events_batch($1::jsonb, $2, $3)`);
 const APPEND_EVENTS_OF_ACCOUNT = preparedStatement('append_events_of_account', `SELECT ${BATCH_COLUMNS} FROM append_events_of_account($1, $2::jsonb, $3, $4)`);
 
