@@ -3,9 +3,7 @@
 // type parser and error object is the same on both: PGlite is served on a private Unix socket by
 // @electric-sql/pglite-socket, and the pool has exactly one connection because PGlite is a single
 // database session.
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rm } from 'node:fs/promises';
 import { Kysely, PostgresDialect, type Transaction } from 'kysely';
 import pg from 'pg';
 import type { PoolStats } from '../lib/metrics-registry.js';
@@ -13,6 +11,7 @@ import { parseJson } from '../lib/parse-json.js';
 import { type FairCheckouts, defaultPoolPerAccount, fairCheckouts } from './fair-pool.js';
 import { guardedPool } from './guarded-pool.js';
 import { type PgliteThread, startPgliteThread } from './pglite-thread.js';
+import { makeSocketDir, socketPathIn } from './socket-dirs.js';
 import { type Listen, listenOnDedicatedClient, listenOnSinglePool } from './notifications.js';
 import type { DB } from './schema.js';
 
@@ -197,10 +196,10 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
 
 async function openPglite({ dataDir, statementTimeoutMs, snapshot, preparedStatements, idleTimeoutMs }: Extract<DatabaseOptions, { kind: 'pglite' }>): Promise<DatabaseHandle> {
   // A private directory (mode 0700) for the socket: no other local user can reach the database.
-  const socketDir = await mkdtemp(join(tmpdir(), 'ass-pglite-'));
+  const socketDir = await makeSocketDir();
   let thread: PgliteThread;
   try {
-    thread = await startPgliteThread({ dataDir, snapshot, socketPath: join(socketDir, '.s.PGSQL.5432') });
+    thread = await startPgliteThread({ dataDir, snapshot, socketPath: socketPathIn(socketDir) });
   } catch (error) {
     await rm(socketDir, { recursive: true, force: true });
     throw error;
