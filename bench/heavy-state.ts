@@ -9,7 +9,15 @@
 //   3. the baseline, the least the database can do for such an append: one statement on the
 //      minimal schema (minimal-transaction.ts) that applies the delta, inserts the event and
 //      answers the new state as text, with the state column compressed by pglz (the default);
-//   4. the same statement with the minimal schema's state compressed by lz4.
+//   4. the same statement with the minimal schema's state compressed by lz4;
+// The service's appends are expensive requests (their answers are heavy): each takes one of its
+// account's expensive slots and is charged its answer's bytes to the account's time share
+// (append-batcher.ts), so a client appending heavy states back to back is paced by that share, and
+// what Node does with a megabyte of answer is in its time too. The statement alone is not:
+//   5. and 6. the service's append statement alone (appendInDatabase, in-process, no HTTP), on a
+//      database as migrated: as the service sends it on PostgreSQL, the state limit checked on the
+//      text it answers (migration 0021), and as it sends it on Citus, the limit checked inside
+//      append_events(), which writes the state out once more (the service before 0021).
 //
 //   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench:heavy-state
 //
@@ -23,6 +31,9 @@ import { loadConfig } from '../src/config.js';
 import { openDatabase } from '../src/db/connect.js';
 import { migrateToLatest } from '../src/db/migrate.js';
 import { createAccount } from '../src/modules/accounts/accounts.service.js';
+import { eventDocument, foldedDocuments, prepareAppend } from '../src/modules/events/append-plan.js';
+import { appendInDatabase } from '../src/modules/events/append.repository.js';
+import { createSession } from '../src/modules/sessions/sessions.service.js';
 import { MINIMAL_SCHEMA, createMinimalSchema } from './minimal-transaction.js';
 import { createBenchDatabase, timeInterleaved } from './support.js';
 
@@ -124,11 +135,49 @@ async function minimalOn(method: 'lz4' | 'pglz', drops: (() => Promise<void>)[])
   };
 }
 
+/** The service's append statement alone on a database as migrated; `notCitus` as appendInDatabase takes it. */
+async function statementOn(notCitus: boolean, drops: (() => Promise<void>)[]): Promise<Contestant> {
+  const { url, drop } = await createBenchDatabase();
+  drops.push(drop);
+  const config = loadConfig({ DATABASE_URL: url });
+  if (config.database.kind !== 'postgres') throw new Error('unreachable: DATABASE_URL is set');
+  const handle = await openDatabase({ ...config.database, poolMax: 1 });
+  await migrateToLatest(handle.db);
+  const account = await createAccount(handle.db, 'bench');
+  const key = { accountId: account.accountId, spaceId: account.defaultSpaceId, userId: 'u-1', sessionId: 'heavy' };
+  await createSession(handle.db, config.limits, key, { sessionId: 'heavy' }, false);
+  await handle.pool.query(`UPDATE sessions SET state = ${HEAVY_STATE} WHERE account_id = $1 AND session_id = 'heavy'`, [account.accountId]);
+  return {
+    label: notCitus ? 'append statement, limit on the answered text' : 'append statement, limit in the function',
+    async append(n) {
+      const body = { eventId: `e-${RUN}-${n}`, author: 'agent', content: { role: 'model', parts: [{ text: `turn ${n}` }] }, actions: { stateDelta: { [`key_${(n % STATE_KEYS) + 1}`]: `turn ${n}` } } };
+      const events = foldedDocuments(prepareAppend(body, config.limits).events.map(eventDocument));
+      const session = await appendInDatabase(handle.db, key, events, undefined, config.limits.stateBytes, notCitus);
+      if (!session) throw new Error('append statement: no session');
+    },
+    async compression() {
+      const { rows } = await handle.pool.query(
+        `SELECT pg_column_compression(state) AS method, pg_column_size(state) AS "storedBytes", octet_length(state::text) AS "textBytes" FROM sessions WHERE account_id = $1 AND session_id = 'heavy'`,
+        [account.accountId],
+      );
+      return rows[0];
+    },
+    close: () => handle.close(),
+  };
+}
+
 async function main(): Promise<void> {
   const drops: (() => Promise<void>)[] = [];
   const contestants: Contestant[] = [];
   try {
-    contestants.push(await serviceOn('lz4', drops), await serviceOn('pglz', drops), await minimalOn('pglz', drops), await minimalOn('lz4', drops));
+    contestants.push(
+      await serviceOn('lz4', drops),
+      await serviceOn('pglz', drops),
+      await minimalOn('pglz', drops),
+      await minimalOn('lz4', drops),
+      await statementOn(true, drops),
+      await statementOn(false, drops),
+    );
     const admin = new pg.Client({ connectionString: process.env.BENCH_DATABASE_URL });
     await admin.connect();
     const version = (await admin.query('SHOW server_version')).rows[0].server_version as string;
@@ -145,11 +194,13 @@ async function main(): Promise<void> {
       table.push({ run: contestant.label, 'p50 ms': p50.toFixed(2), 'mean ms': mean.toFixed(2), 'p99 ms': p99.toFixed(2), 'state stored as': method, 'stored kB': (storedBytes / 1000).toFixed(0), 'text kB': (textBytes / 1000).toFixed(0) });
     }
     console.table(table);
-    const [service, servicePglz, minimal, minimalLz4] = latencies.map((latency) => latency.p50);
+    const [service, servicePglz, minimal, minimalLz4, measuredOnce, measuredInFunction] = latencies.map((latency) => latency.p50);
     console.log(`service (lz4) ÷ service (pglz), p50:                ${(service! / servicePglz!).toFixed(2)}`);
     console.log(`service (lz4) ÷ minimal statement (pglz), p50:       ${(service! / minimal!).toFixed(2)}`);
     console.log(`service (lz4) ÷ minimal statement (lz4), p50:        ${(service! / minimalLz4!).toFixed(2)}`);
     console.log(`service (pglz) ÷ minimal statement (pglz), p50:      ${(servicePglz! / minimal!).toFixed(2)}`);
+    console.log(`append statement, limit on the answered text ÷ in the function, p50: ${(measuredOnce! / measuredInFunction!).toFixed(2)}`);
+    console.log(`append statement, limit on the answered text ÷ minimal statement (lz4), p50: ${(measuredOnce! / minimalLz4!).toFixed(2)}`);
   } finally {
     for (const contestant of contestants) await contestant.close();
     for (const drop of drops) await drop();
