@@ -84,8 +84,10 @@ describe('export and the expensive-request slots', () => {
     const before = await tableFingerprints(t.db);
     const stalled = await stalledExport(a.rootCredential.token, a.defaultSpaceId, 'big');
     expect(stalled.response.statusCode).toBe(200);
-    // Its reads ran ahead of the reader until the socket's buffers filled; then none runs.
-    await expect.poll(gauge('expensive_requests_running')).toBe(0);
+    // Its reads ran ahead of the reader until the socket's buffers filled; then none runs. Reading
+    // that far takes more than the poll's default second on a loaded machine (CI runs three suites
+    // at once on two cores: seen on PGlite), hence the wider bound.
+    await expect.poll(gauge('expensive_requests_running'), { timeout: 20_000 }).toBe(0);
     expect(await gauge('exports_open')()).toBe(1);
     // With a share of one expensive slot, a slot held by the stalled export would make these wait.
     const list = await t.request({ method: 'GET', url: `/v1/spaces/${a.defaultSpaceId}/sessions?pageSize=5`, token: a.rootCredential.token });
@@ -100,7 +102,7 @@ describe('export and the expensive-request slots', () => {
     for await (const chunk of stalled.response) chunks.push(chunk as Buffer);
     const document = JSON.parse(Buffer.concat(chunks).toString('utf8'));
     expect(document.events.map((event: { seq: number }) => event.seq)).toEqual(Array.from({ length: 60 }, (_, i) => i + 1));
-    await expect.poll(gauge('exports_open')).toBe(0);
+    await expect.poll(gauge('exports_open'), { timeout: 20_000 }).toBe(0);
     expect(changedTables(before, await tableFingerprints(t.db))).toEqual([]);
   });
 
