@@ -21,7 +21,7 @@
 //
 //   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench:heavy-state
 //
-// Creates and drops its own two databases. Environment: BENCH_STATE_KEYS (keys of the state, about
+// Creates and drops its own databases, one per contestant. Environment: BENCH_STATE_KEYS (keys of the state, about
 // 176 bytes each as JSON text; default 5,500, 0.97 MB, under the default 1 MiB limit), BENCH_N (timed
 // appends of each, default 200), BENCH_WARMUP (untimed, default 20).
 import { randomBytes } from 'node:crypto';
@@ -41,15 +41,6 @@ const STATE_KEYS = Number(process.env.BENCH_STATE_KEYS ?? 5_500);
 const N = Number(process.env.BENCH_N ?? 200);
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 20);
 const RUN = randomBytes(3).toString('hex');
-// The same columns as migrations/0020_lz4_for_stored_json.sql.
-const STORED_JSON: Record<string, string[]> = {
-  events: ['content', 'actions', 'metadata', 'extensions'],
-  sessions: ['state', 'memo', 'initial_state', 'metadata'],
-  session_catalog: ['metadata'],
-  state_checkpoints: ['state'],
-  space_users: ['state'],
-  session_spaces: ['state'],
-};
 // The state: key_<i> → 160 characters of hex, as a state of notes and ids would be (compressible to a quarter).
 const HEAVY_STATE = `(SELECT jsonb_object_agg('key_' || i, repeat(md5(i::text), 5)) FROM generate_series(1, ${STATE_KEYS}) AS i)`;
 
@@ -60,42 +51,60 @@ interface Contestant {
   close(): Promise<void>;
 }
 
-/** The service on a fresh database, its stored JSON compressed by `method`, appending to one heavy session. */
-async function serviceOn(method: 'lz4' | 'pglz', drops: (() => Promise<void>)[]): Promise<Contestant> {
+/** A fresh database as migrated, with one session whose state is HEAVY_STATE. */
+async function heavySession(drops: (() => Promise<void>)[], poolMax: number) {
   const { url, drop } = await createBenchDatabase();
   drops.push(drop);
   const config = loadConfig({ DATABASE_URL: url });
   if (config.database.kind !== 'postgres') throw new Error('unreachable: DATABASE_URL is set');
-  const handle = await openDatabase({ ...config.database, poolMax: 4 });
+  const handle = await openDatabase({ ...config.database, poolMax });
   await migrateToLatest(handle.db);
-  if (method === 'pglz') {
-    for (const [table, columns] of Object.entries(STORED_JSON)) {
-      await handle.pool.query(`ALTER TABLE ${table} ${columns.map((column) => `ALTER COLUMN ${column} SET COMPRESSION pglz`).join(', ')}`);
-    }
-  }
   const account = await createAccount(handle.db, 'bench');
+  const key = { accountId: account.accountId, spaceId: account.defaultSpaceId, userId: 'u-1', sessionId: 'heavy' };
+  await createSession(handle.db, config.limits, key, { sessionId: key.sessionId }, false);
+  // Written directly: the state's size, not the appends that would build it, is the point.
+  await handle.pool.query(`UPDATE sessions SET state = ${HEAVY_STATE} WHERE account_id = $1 AND session_id = $2`, [key.accountId, key.sessionId]);
+  const storage = () => stateStorage(handle.pool, 'sessions WHERE account_id = $1 AND session_id = $2', [key.accountId, key.sessionId]);
+  return { config, handle, account, key, storage };
+}
+
+/** The n-th append: one event whose delta sets one key of the heavy state. */
+const heavyAppend = (n: number) => ({
+  eventId: `e-${RUN}-${n}`,
+  author: 'agent',
+  content: { role: 'model', parts: [{ text: `turn ${n}` }] },
+  actions: { stateDelta: { [`key_${(n % STATE_KEYS) + 1}`]: `turn ${n}` } },
+});
+
+/** How the state of the one row `from` selects is stored. */
+async function stateStorage(pool: pg.Pool, from: string, parameters: unknown[] = []): Promise<{ method: string; storedBytes: number; textBytes: number }> {
+  const { rows } = await pool.query(`SELECT pg_column_compression(state) AS method, pg_column_size(state) AS "storedBytes", octet_length(state::text) AS "textBytes" FROM ${from}`, parameters);
+  return rows[0];
+}
+
+/** The service on a fresh database, its stored JSON compressed by `method`, appending to one heavy session. */
+async function serviceOn(method: 'lz4' | 'pglz', drops: (() => Promise<void>)[]): Promise<Contestant> {
+  const { config, handle, account, key, storage } = await heavySession(drops, 4);
+  if (method === 'pglz') {
+    // Every column migration 0020 set to lz4, back to pglz.
+    const { rows } = await handle.pool.query<{ table_name: string; column_name: string }>(
+      `SELECT c.relname AS table_name, a.attname AS column_name FROM pg_attribute AS a JOIN pg_class AS c ON c.oid = a.attrelid
+       WHERE c.relnamespace = current_schema()::regnamespace AND a.attcompression = 'l'`,
+    );
+    for (const { table_name, column_name } of rows) await handle.pool.query(`ALTER TABLE ${table_name} ALTER COLUMN ${column_name} SET COMPRESSION pglz`);
+    if (rows.length === 0) throw new Error('no column is compressed with lz4: migration 0020 did not run');
+  }
   const app = await buildApp({ db: handle.db, limits: { ...config.limits, rateLimitMax: 0 }, pageTokenKey: randomBytes(32), logger: false });
   await app.ready();
   const headers = { authorization: `Bearer ${account.rootCredential.token}` };
-  const base = `/v1/spaces/${account.defaultSpaceId}/users/u-1/sessions`;
-  const created = await app.inject({ method: 'POST', url: base, headers, payload: { sessionId: 'heavy' } });
-  if (created.statusCode !== 201) throw new Error(`create: ${created.statusCode} ${created.body}`);
-  // Written directly: the state's size, not the appends that would build it, is the point.
-  await handle.pool.query(`UPDATE sessions SET state = ${HEAVY_STATE} WHERE account_id = $1 AND session_id = 'heavy'`, [account.accountId]);
+  const url = `/v1/spaces/${key.spaceId}/users/${key.userId}/sessions/${key.sessionId}/events`;
   return {
     label: `service, stored JSON ${method}`,
     async append(n) {
-      const payload = { eventId: `e-${RUN}-${n}`, author: 'agent', content: { role: 'model', parts: [{ text: `turn ${n}` }] }, actions: { stateDelta: { [`key_${(n % STATE_KEYS) + 1}`]: `turn ${n}` } } };
-      const res = await app.inject({ method: 'POST', url: `${base}/heavy/events`, headers, payload });
+      const res = await app.inject({ method: 'POST', url, headers, payload: heavyAppend(n) });
       if (res.statusCode !== 201) throw new Error(`append: ${res.statusCode} ${res.body.slice(0, 300)}`);
     },
-    async compression() {
-      const { rows } = await handle.pool.query(
-        `SELECT pg_column_compression(state) AS method, pg_column_size(state) AS "storedBytes", octet_length(state::text) AS "textBytes" FROM sessions WHERE account_id = $1 AND session_id = 'heavy'`,
-        [account.accountId],
-      );
-      return rows[0];
-    },
+    compression: storage,
     async close() {
       await app.close();
       await handle.close();
@@ -125,43 +134,22 @@ async function minimalOn(method: 'lz4' | 'pglz', drops: (() => Promise<void>)[])
       const { rows } = await pool.query({ name: 'heavy_minimal', text: statement, values: [delta, `e-${RUN}-${n}`, JSON.stringify({ role: 'model', parts: [{ text: `turn ${n}` }] })] });
       if (rows.length !== 1) throw new Error('minimal append: no session');
     },
-    async compression() {
-      const { rows } = await pool.query(
-        `SELECT pg_column_compression(state) AS method, pg_column_size(state) AS "storedBytes", octet_length(state::text) AS "textBytes" FROM ${MINIMAL_SCHEMA}.sessions`,
-      );
-      return rows[0];
-    },
+    compression: () => stateStorage(pool, `${MINIMAL_SCHEMA}.sessions`),
     close: () => pool.end(),
   };
 }
 
 /** The service's append statement alone on a database as migrated; `notCitus` as appendInDatabase takes it. */
 async function statementOn(notCitus: boolean, drops: (() => Promise<void>)[]): Promise<Contestant> {
-  const { url, drop } = await createBenchDatabase();
-  drops.push(drop);
-  const config = loadConfig({ DATABASE_URL: url });
-  if (config.database.kind !== 'postgres') throw new Error('unreachable: DATABASE_URL is set');
-  const handle = await openDatabase({ ...config.database, poolMax: 1 });
-  await migrateToLatest(handle.db);
-  const account = await createAccount(handle.db, 'bench');
-  const key = { accountId: account.accountId, spaceId: account.defaultSpaceId, userId: 'u-1', sessionId: 'heavy' };
-  await createSession(handle.db, config.limits, key, { sessionId: 'heavy' }, false);
-  await handle.pool.query(`UPDATE sessions SET state = ${HEAVY_STATE} WHERE account_id = $1 AND session_id = 'heavy'`, [account.accountId]);
+  const { config, handle, key, storage } = await heavySession(drops, 1);
   return {
     label: notCitus ? 'append statement, limit on the answered text' : 'append statement, limit in the function',
     async append(n) {
-      const body = { eventId: `e-${RUN}-${n}`, author: 'agent', content: { role: 'model', parts: [{ text: `turn ${n}` }] }, actions: { stateDelta: { [`key_${(n % STATE_KEYS) + 1}`]: `turn ${n}` } } };
-      const events = foldedDocuments(prepareAppend(body, config.limits).events.map(eventDocument));
+      const events = foldedDocuments(prepareAppend(heavyAppend(n), config.limits).events.map(eventDocument));
       const session = await appendInDatabase(handle.db, key, events, undefined, config.limits.stateBytes, notCitus);
       if (!session) throw new Error('append statement: no session');
     },
-    async compression() {
-      const { rows } = await handle.pool.query(
-        `SELECT pg_column_compression(state) AS method, pg_column_size(state) AS "storedBytes", octet_length(state::text) AS "textBytes" FROM sessions WHERE account_id = $1 AND session_id = 'heavy'`,
-        [account.accountId],
-      );
-      return rows[0];
-    },
+    compression: storage,
     close: () => handle.close(),
   };
 }

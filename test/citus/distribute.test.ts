@@ -75,40 +75,36 @@ const shardIndexes = (database: string, table: string, namePattern: string) =>
      FROM pg_index WHERE indrelid = '%s'::regclass AND indexrelid::regclass::text ~ '${namePattern}'`,
   );
 
-/** Per shard of `table`: its columns whose statistics target is 0 (migration 0019), in name order. */
-const shardColumnsWithoutStatistics = (database: string, table: string) =>
-  onEveryShard(database, table, `SELECT string_agg(attname, ' ' ORDER BY attname) FROM pg_attribute WHERE attrelid = '%s'::regclass AND attnum > 0 AND attstattarget = 0`);
+/** Per shard of `table`: its columns for which `condition` (on pg_attribute) holds, in name order. */
+const shardColumnsWhere = (database: string, table: string, condition: string) =>
+  onEveryShard(database, table, `SELECT string_agg(attname, ' ' ORDER BY attname) FROM pg_attribute WHERE attrelid = '%s'::regclass AND attnum > 0 AND ${condition}`);
 
-/** Every shard of events and sessions carries 0019's targets: ANALYZE on the workers passes the payloads and states by. */
-async function expectShardStatisticsTargets(database: string): Promise<void> {
-  const expected = { events: 'true actions content create_time error_code error_message extensions invocation_id metadata payload_hash', sessions: 'true initial_state memo state' };
+/** Every shard of each table in `expected` has exactly its columns (`true <names>`) for which `condition` holds. */
+async function expectShardColumns(database: string, condition: string, expected: Record<string, string>): Promise<void> {
   for (const [table, columns] of Object.entries(expected)) {
-    const shards = await shardColumnsWithoutStatistics(database, table);
+    const shards = await shardColumnsWhere(database, table, condition);
     expect(shards.length).toBeGreaterThan(1);
     expect(new Set(shards)).toEqual(new Set([columns]));
   }
 }
 
-/** Per shard of `table`: its columns compressed with lz4 (migration 0020), in name order. */
-const shardColumnsWithLz4 = (database: string, table: string) =>
-  onEveryShard(database, table, `SELECT string_agg(attname, ' ' ORDER BY attname) FROM pg_attribute WHERE attrelid = '%s'::regclass AND attnum > 0 AND attcompression = 'l'`);
+/** Every shard of events and sessions carries 0019's targets: ANALYZE on the workers passes the payloads and states by. */
+const expectShardStatisticsTargets = (database: string) =>
+  expectShardColumns(database, 'attstattarget = 0', {
+    events: 'true actions content create_time error_code error_message extensions invocation_id metadata payload_hash',
+    sessions: 'true initial_state memo state',
+  });
 
 /** Every shard of the tenant tables writes its stored JSON with lz4 (migration 0020), as the tables on one PostgreSQL do. */
-async function expectShardCompression(database: string): Promise<void> {
-  const expected = {
+const expectShardCompression = (database: string) =>
+  expectShardColumns(database, "attcompression = 'l'", {
     events: 'true actions content extensions metadata',
     sessions: 'true initial_state memo metadata state',
     session_catalog: 'true metadata',
     state_checkpoints: 'true state',
     space_users: 'true state',
     session_spaces: 'true state',
-  };
-  for (const [table, columns] of Object.entries(expected)) {
-    const shards = await shardColumnsWithLz4(database, table);
-    expect(shards.length).toBeGreaterThan(1);
-    expect(new Set(shards)).toEqual(new Set([columns]));
-  }
-}
+  });
 
 async function expectTheLayout(db: Kysely<unknown>): Promise<void> {
   const partitions = (
