@@ -12,6 +12,7 @@ import { type FairCheckouts, defaultPoolPerAccount, fairCheckouts } from './fair
 import { guardedPool } from './guarded-pool.js';
 import { type PgliteThread, startPgliteThread } from './pglite-thread.js';
 import { makeSocketDir, socketPathIn } from './socket-dirs.js';
+import { timestamptzFromText } from './timestamp-text.js';
 import { type Listen, listenOnDedicatedClient, listenOnSinglePool } from './notifications.js';
 import type { DB } from './schema.js';
 
@@ -76,10 +77,15 @@ const INT8_OID = 20;
 // json and jsonb arrive as text: parsed by parseJson, not pg's bare JSON.parse (lib/parse-json.ts).
 const JSON_OID = 114;
 const JSONB_OID = 3802;
+// timestamptz: its common text form read without pg's regular expressions (timestamp-text.ts).
+const TIMESTAMPTZ_OID = 1184;
+const pgTimestamptz = pg.types.getTypeParser(TIMESTAMPTZ_OID, 'text');
+const readTimestamptz = (text: string) => timestamptzFromText(text, pgTimestamptz);
 const types = {
   getTypeParser(oid: number, format?: 'text' | 'binary') {
     if (oid === INT8_OID && format !== 'binary') return (value: string) => Number(value);
     if ((oid === JSON_OID || oid === JSONB_OID) && format !== 'binary') return parseJson;
+    if (oid === TIMESTAMPTZ_OID && format !== 'binary') return readTimestamptz;
     return pg.types.getTypeParser(oid, format);
   },
 } as pg.CustomTypesConfig;

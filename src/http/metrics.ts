@@ -17,18 +17,13 @@ const UNMATCHED = 'unmatched';
  */
 export function registerMetrics(app: FastifyInstance, options: Parameters<typeof createAppMetrics>[0] = {}): AppMetrics {
   const metrics = createAppMetrics(options);
-  const { requests, duration } = metrics.http;
 
   // Scrapes are left out: each would change the counts it reports, and Prometheus records its own
   // scrape durations (scrape_duration_seconds).
   // A callback hook, not an async one: no promise per request (request-logging.ts).
   app.addHook('onResponse', (request, reply, done) => {
     const route = request.routeOptions.url ?? UNMATCHED;
-    if (route !== METRICS_PATH) {
-      const labels = { method: request.method, route, status: String(reply.statusCode) };
-      requests.inc(labels);
-      duration.observe(labels, reply.elapsedTime / 1000);
-    }
+    if (route !== METRICS_PATH) metrics.http.record(request.method, route, reply.statusCode, reply.elapsedTime / 1000);
     done();
   });
   return metrics;

@@ -5,6 +5,7 @@
 // one registry per process, because every collectDefaultMetrics() call starts an event-loop delay
 // monitor and a GC observer that are never stopped.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { type RequestTally, registerRequestTally } from './request-tally.js';
 
 /** What the pool gauges read at scrape time: a pg.Pool has all of these. */
 export interface PoolStats {
@@ -16,10 +17,7 @@ export interface PoolStats {
 
 export interface AppMetrics {
   /** Counts and times every request except the scrapes of /metrics itself. */
-  http: {
-    requests: Counter<'method' | 'route' | 'status'>;
-    duration: Histogram<'method' | 'route' | 'status'>;
-  };
+  http: RequestTally;
   appends: {
     requests: Counter<'outcome'>;
     eventsAppended: Counter;
@@ -112,21 +110,14 @@ export function createAppMetrics({
 } = {}): AppMetrics {
   const registry = new Registry();
   const registers = [registry];
-  const http = {
-    requests: new Counter({
-      name: 'http_requests_total',
-      help: 'HTTP requests answered, by method, route template (`unmatched` when no route matched) and status.',
-      labelNames: ['method', 'route', 'status'] as const,
-      registers,
-    }),
-    duration: new Histogram({
+  const http = registerRequestTally(registry, {
+    counter: { name: 'http_requests_total', help: 'HTTP requests answered, by method, route template (`unmatched` when no route matched) and status.' },
+    histogram: {
       name: 'http_request_duration_seconds',
       help: 'Time from receiving a request to the end of its response, by method, route template and status.',
-      labelNames: ['method', 'route', 'status'] as const,
       buckets: LATENCY_BUCKETS,
-      registers,
-    }),
-  };
+    },
+  });
   const appends = {
     requests: new Counter({
       name: 'append_requests_total',

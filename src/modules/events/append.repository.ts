@@ -142,18 +142,19 @@ export async function appendBatchInDatabase(
   lockWaitMs: number,
 ): Promise<BatchResult> {
   const json = JSON.stringify(appends);
-  const rowsOf = async (statement: string, parameters: unknown[]) => (await db.executeQuery<BatchRow>(CompiledQuery.raw(statement, parameters))).rows;
-  if (scope === 'one-account') return { rows: await rowsOf(APPEND_EVENTS_OF_ACCOUNT, [accountId, json, stateLimit, lockWaitMs]), refusedWhole: false };
+  if (scope === 'one-account') return { rows: await batchRows(db, APPEND_EVENTS_OF_ACCOUNT, [accountId, json, stateLimit, lockWaitMs]), refusedWhole: false };
   const sentAt = performance.now();
   try {
-    return { rows: await rowsOf(APPEND_EVENTS_BATCH_WHOLE, [json, stateLimit, lockWaitMs]), refusedWhole: false };
+    return { rows: await batchRows(db, APPEND_EVENTS_BATCH_WHOLE, [json, stateLimit, lockWaitMs]), refusedWhole: false };
   } catch (error) {
     if (!refusedWhole(error)) throw error;
   }
   // One lock-wait budget for the batch in all: the whole call may have spent it waiting.
   const lockWaitLeftMs = Math.max(1, Math.ceil(lockWaitMs - (performance.now() - sentAt)));
-  return { rows: await rowsOf(APPEND_EVENTS_BATCH, [json, stateLimit, lockWaitLeftMs]), refusedWhole: true };
+  return { rows: await batchRows(db, APPEND_EVENTS_BATCH, [json, stateLimit, lockWaitLeftMs]), refusedWhole: true };
 }
+
+const batchRows = async (db: Database, statement: string, parameters: unknown[]) => (await db.executeQuery<BatchRow>(CompiledQuery.raw(statement, parameters))).rows;
 
 /** The rows of a batch's appends that were written, and whether the batch was refused whole first. */
 export interface BatchResult {

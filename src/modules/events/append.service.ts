@@ -96,20 +96,33 @@ async function appendNew(
   const documents = events.map(eventDocument);
   const sent = foldedDocuments(documents);
   const deltaBytes = events.reduce((sum, event) => sum + event.deltaBytes, 0);
-  const send = () =>
-    batcher
-      ? batcher.append(key, sent, revisionsOf(ifMatch), deltaBytes)
-      : appendInDatabase(db, key, sent, revisionsOf(ifMatch), limits.stateBytes);
-  let session = await send();
+  let session = await sendNew(db, limits, batcher, key, sent, ifMatch, deltaBytes);
   // The session was not found. On Citus that can be a shard split just committed: for a moment the
   // account's new shard is routed to before its copied rows are visible (test/citus/tenant-move.test.ts
   // saw it). If the session is there a moment later, the append is sent again. Only the 404 path
   // pays for this; on one PostgreSQL the session found now was created meanwhile, and appending to
   // it is what the caller asked for.
-  if (!session && (await sessionAppearsAfterAPause(db, key))) session = await send();
+  if (!session && (await sessionAppearsAfterAPause(db, key))) session = await sendNew(db, limits, batcher, key, sent, ifMatch, deltaBytes);
   if (!session) throw await sessionNotFound(db, key);
   const written = writtenViews(documents, session);
   return appended(key, session, events, documents.map((_, index) => written(index)));
+}
+
+/**
+ * The append of new events, through the group commit where the instance has one. A function of the
+ * module, not a closure of appendNew: `tsx` (npm start) names every closure it sees bound to a
+ * name, a property definition per append.
+ */
+function sendNew(
+  db: Database,
+  limits: Limits,
+  batcher: AppendBatcher | undefined,
+  key: SessionKey,
+  documents: EventDocument[],
+  ifMatch: IfMatch,
+  deltaBytes: number,
+): Promise<AppendedSession | undefined> {
+  return batcher ? batcher.append(key, documents, revisionsOf(ifMatch), deltaBytes) : appendInDatabase(db, key, documents, revisionsOf(ifMatch), limits.stateBytes);
 }
 
 /**
