@@ -57,12 +57,15 @@ export function registerRequestTally(registry: Registry, names: RequestTallyName
     type,
     aggregator: 'sum',
     get: async () => ({ name, help, type, aggregator: 'sum', values: inOrder.flatMap(samples) }),
+    // The two metrics share one tally: resetting either (Registry.resetMetrics resets both) empties it.
     reset: () => {
       byRoute = new Map();
       inOrder = [];
     },
   });
 
+  // `as never`: prom-client types registerMetric with its own Metric class; the Registry reads only
+  // what ScrapedMetric has.
   registry.registerMetric(metric('counter', names.counter, (tally) => [{ value: tally.count, labels: { ...tally.labels } }]) as never);
   registry.registerMetric(
     metric('histogram', names.histogram, (tally) => {
