@@ -54,6 +54,11 @@ export default defineConfig({
     isolate: false,
     testTimeout: 60_000,
     hookTimeout: 120_000,
+    // expect.poll waits for what other processes and connections do (a request reaching a lock, a
+    // slot, a metric): vitest's default bound of one second was missed on a loaded CI machine
+    // (export-fair-share, 2026-12-07). A poll that succeeds returns at once, so a longer bound
+    // costs only a test that fails anyway.
+    expect: { poll: { timeout: 15_000 } },
     projects: [
       { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts'], setupFiles: ['test/support/property-seed.ts'] } },
       {
