@@ -2,8 +2,9 @@
 // /metrics (http_requests_total, http_request_duration_seconds). Every request adds to them, so they
 // are kept as plain numbers, found through maps of the label values, and given to prom-client's
 // registry as samples only when it is scraped. prom-client's own Counter and Histogram build a hash
-// string of the labels object on every inc() and observe() (issue 24: with the hook, ~2.5 µs of the
-// ~140 µs of server CPU a light append costs; this keeps ~0.3 µs of it).
+// string of the labels object on every inc() and observe() (issue 24: with the hook, ~2.4 µs of the
+// ~140 µs of server CPU a light append costs; the hook and this tally took ~0.1 µs in the profile
+// after, bench/README.md).
 //
 // The exposition is the one prom-client writes for a Counter and a Histogram fed the same requests,
 // line for line (test/unit/request-tally.test.ts compares the two).

@@ -85,8 +85,9 @@ describe('export and the expensive-request slots', () => {
     const stalled = await stalledExport(a.rootCredential.token, a.defaultSpaceId, 'big');
     expect(stalled.response.statusCode).toBe(200);
     // Its reads ran ahead of the reader until the socket's buffers filled; then none runs. Reading
-    // that far takes more than the poll's default second on a loaded machine (CI runs three suites
-    // at once on two cores: seen on PGlite), hence the wider bound.
+    // that far took more than vitest's default second on a loaded machine (CI runs three suites at
+    // once on two cores: seen on PGlite); this poll keeps its own 20 s, wider than the suite's
+    // default (vitest.config.ts).
     await expect.poll(gauge('expensive_requests_running'), { timeout: 20_000 }).toBe(0);
     expect(await gauge('exports_open')()).toBe(1);
     // With a share of one expensive slot, a slot held by the stalled export would make these wait.
