@@ -14,6 +14,8 @@
 // BENCH_COMPARE_ROOT it measures this checkout alone. Both checkouts must have the same migrations.
 // BENCH_COMPARE_NODE_ARGS (space-separated Node flags, e.g. `--max-semi-space-size=32`) starts the
 // compare server with them: BENCH_COMPARE_ROOT may then be this checkout, to measure a flag alone.
+// BENCH_COMPARE_ENV (space-separated NAME=value, e.g. `LOG_LEVEL=info`) does the same for the compare
+// server's environment: a setting measured alone.
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import autocannon from 'autocannon';
@@ -61,10 +63,16 @@ async function main(): Promise<void> {
     const roots = [{ label: 'this checkout', root: HERE }];
     if (process.env.BENCH_COMPARE_ROOT) roots.push({ label: 'compare', root: process.env.BENCH_COMPARE_ROOT });
     const compareNodeArgs = (process.env.BENCH_COMPARE_NODE_ARGS ?? '').split(' ').filter(Boolean);
+    const compareEnv = Object.fromEntries(
+      (process.env.BENCH_COMPARE_ENV ?? '')
+        .split(' ')
+        .filter(Boolean)
+        .map((setting) => [setting.slice(0, setting.indexOf('=')), setting.slice(setting.indexOf('=') + 1)]),
+    );
     for (const { label, root } of roots) {
       const port = await freePort();
       const compare = label === 'compare';
-      const child = startServer(url, port, { root, nodeArgs: compare ? compareNodeArgs : [], compiled: compare ? process.env.BENCH_COMPARE_COMPILED === '1' : undefined });
+      const child = startServer(url, port, { root, nodeArgs: compare ? compareNodeArgs : [], env: compare ? compareEnv : {}, compiled: compare ? process.env.BENCH_COMPARE_COMPILED === '1' : undefined });
       const base = `http://127.0.0.1:${port}`;
       await waitReady(base, child);
       const empty = () => ({ perSecond: [], server: [], postgres: [] });
@@ -80,7 +88,7 @@ async function main(): Promise<void> {
       );
     }
     console.log(`${contestants.map((c) => c.label).join(' and ')}: ${ROUNDS} rounds, ${DURATION_S} s runs after ${WARMUP_S} s, ${CONNECTIONS} connections, ${SESSIONS} sessions, database ${name}`);
-    if (process.env.BENCH_COMPARE_ROOT) console.log(`compare = ${process.env.BENCH_COMPARE_ROOT}${compareNodeArgs.length > 0 ? ` with node ${compareNodeArgs.join(" ")}` : ""}`);
+    if (process.env.BENCH_COMPARE_ROOT) console.log(`compare = ${process.env.BENCH_COMPARE_ROOT}${compareNodeArgs.length > 0 ? ` with node ${compareNodeArgs.join(" ")}` : ""}${process.env.BENCH_COMPARE_ENV ? ` and ${process.env.BENCH_COMPARE_ENV}` : ""}`);
 
     const acknowledged: string[] = [];
     let counter = 0;

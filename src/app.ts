@@ -6,10 +6,10 @@ import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import { jsonSchemaTransform, serializerCompiler } from 'fastify-type-provider-zod';
 import type { Limits } from './config.js';
-import type { Database } from './db/connect.js';
+import { type Database, accountDatabasesOf } from './db/connect.js';
 import { startEventFeed } from './db/event-feed.js';
 import { pingDatabase } from './db/ping.js';
-import { registerAccountScope } from './http/account-scope.js';
+import { registerAccountDatabase } from './http/account-database.js';
 import { registerAuthentication } from './http/auth.js';
 import { authorize, registerAuthorization } from './http/authorization.js';
 import { registerBodyNestingLimit } from './http/body-nesting.js';
@@ -97,6 +97,7 @@ export async function buildApp({
   rateLimitRedis,
   tencentApiPath,
 }: BuildAppOptions): Promise<FastifyInstance> {
+  const forAccount = accountDatabasesOf(db);
   const app = Fastify({
     ...(logger ? { loggerInstance: logger } : { logger: false }),
     bodyLimit: limits.bodyBytes,
@@ -140,8 +141,8 @@ export async function buildApp({
   registerShutdownRefusal(app);
   const expensiveSlots = createAccountSlots({ total: limits.listConcurrency, perAccount: limits.expensivePerAccount, timeShare: limits.expensiveTimeShare });
   const exportSlots = createAccountSlots({ total: limits.listConcurrency, perAccount: limits.exportsPerAccount, timeShare: limits.expensiveTimeShare });
-  const appendBatcher = createAppendBatcher(db, batchingOptions(limits, expensiveSlots));
-  const appendPath = createAppendPath(db, limits, appendBatcher);
+  const appendBatcher = createAppendBatcher(db, batchingOptions(limits, expensiveSlots), forAccount);
+  const appendPath = createAppendPath(db, limits, appendBatcher, forAccount);
   const eventStreamCounts: EventStreamCounts = { open: 0, sharedReads: 0, catchUpReads: 0 };
   const metrics = registerMetrics(app, { pool, appendBatches: appendBatcher.stats, appendQueue: appendBatcher, eventStreams: eventStreamCounts, expensiveSlots, exportSlots });
   registerBodyNestingLimit(app);
@@ -202,6 +203,7 @@ export async function buildApp({
   const eventFeed = startEventFeed(eventStreamPollMs > 0 ? db : undefined, { intervalMs: eventStreamPollMs });
   const assertSpaceExists = (accountId: string, spaceId: string) => findSpaceOrThrow(db, accountId, spaceId);
   const eventStreams = createEventStreams(db, eventFeed, {
+    forAccount,
     heartbeatMs: eventStreamHeartbeatMs,
     perAccount: limits.eventStreamsPerAccount,
     perInstance: limits.eventStreamsPerInstance,
@@ -217,7 +219,7 @@ export async function buildApp({
   app.addHook('preClose', async () => eventStreams.closeAll());
   app.addHook('onClose', () => eventFeed.close());
   const deps: AppDeps & AppendDeps = {
-    db,
+    noAccountDb: db,
     limits,
     credentialMasterKey,
     pageTokens: new PageTokens(pageTokenKey),
@@ -235,7 +237,7 @@ export async function buildApp({
     async (scope) => {
       registerAuthentication(scope, (authorization) => authenticate(db, authorization, cache));
       registerAuthorization(scope, assertSpaceExists);
-      registerAccountScope(scope);
+      registerAccountDatabase(scope, forAccount);
       await registerRateLimit(scope, limits, counters);
       await v1Routes(scope as ZodApp, deps);
     },
@@ -243,7 +245,7 @@ export async function buildApp({
   );
   // The Tencent Cloud API 3.0 face: signed requests, the same services (modules/tencent).
   await app.register(async (scope) => {
-    registerAccountScope(scope);
+    registerAccountDatabase(scope, forAccount);
     await tencentApiRoutes(scope as ZodApp, deps, { extraPath: tencentApiPath, credentialCache: cache, rateLimitCounters: counters, usedSignatures: usedSignatures(rateLimitRedis) });
   });
   return app;

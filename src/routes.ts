@@ -16,6 +16,6 @@ export async function v1Routes(app: ZodApp, deps: AppDeps & AppendDeps): Promise
   await eventStreamRoutes(app, deps);
   await stateHistoryRoutes(app, deps);
   await transferRoutes(app, deps);
-  await contextRoutes(app, deps);
+  await contextRoutes(app);
   await iamRoutes(app, deps);
 }

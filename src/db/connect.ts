@@ -9,7 +9,7 @@ import pg from 'pg';
 import type { PoolStats } from '../lib/metrics-registry.js';
 import { parseJson } from '../lib/parse-json.js';
 import { type FairCheckouts, defaultPoolPerAccount, fairCheckouts } from './fair-pool.js';
-import { guardedPool } from './guarded-pool.js';
+import { type GuardedPool, guardedPool } from './guarded-pool.js';
 import { type PgliteThread, startPgliteThread } from './pglite-thread.js';
 import { makeSocketDir, socketPathIn } from './socket-dirs.js';
 import { timestamptzFromText } from './timestamp-text.js';
@@ -52,7 +52,13 @@ export type DatabaseOptions =
     };
 
 export interface DatabaseHandle {
+  /** The database for work of no account: start-up, background jobs, a batch of several accounts' appends. */
   db: Database;
+  /**
+   * The same database for one account's work: its checkouts count against the account's share of
+   * the pool (fair-pool.ts). Each request's handlers are given their account's (http/account-database.ts).
+   */
+  forAccount: AccountDatabases;
   kind: DatabaseOptions['kind'];
   pool: pg.Pool;
   /** What the /metrics pool gauges read: the pool's counts, its waiting clients including the checkouts waiting for their account's turn (fair-pool.ts). */
@@ -71,6 +77,47 @@ export interface DatabaseHandle {
   onDirectConnection<T>(work: (db: Database) => Promise<T>): Promise<T>;
   close(): Promise<void>;
 }
+
+export type AccountDatabases = (accountId: string) => Database;
+
+/**
+ * The account's handle, kept for the next request: a Kysely instance is a few objects, made once
+ * per account rather than per request. At most `ACCOUNT_HANDLES_KEPT` are kept, the least recently
+ * used dropped first (a dropped one is simply made again).
+ *
+ * Why not carry the account in AsyncLocalStorage, as an earlier version did: on Node 20 and 22 it
+ * turns on promise hooks for the whole process, and every promise then pays for them. Without it
+ * the server spent 0.856 × the CPU per append (bench:append-compare, bench/README.md).
+ */
+function accountDatabases(db: Database, pool: GuardedPool): AccountDatabases {
+  const kept = new Map<string, Database>();
+  const forAccount: AccountDatabases = (accountId) => {
+    let accountDb = kept.get(accountId);
+    if (accountDb) {
+      kept.delete(accountId);
+    } else {
+      accountDb = new Kysely<DB>({ dialect: new PostgresDialect({ pool: pool.forAccount(accountId) }) });
+      if (kept.size >= ACCOUNT_HANDLES_KEPT) kept.delete(kept.keys().next().value as string);
+    }
+    kept.set(accountId, accountDb); // most recently used last
+    return accountDb;
+  };
+  accountDatabasesByHandle.set(db, forAccount);
+  return forAccount;
+}
+
+const accountDatabasesByHandle = new WeakMap<Database, AccountDatabases>();
+
+/**
+ * The account handles of a handle's database, for an app given only its `db`: what openDatabase
+ * made for it, or, for a Kysely instance opened elsewhere, the instance itself for every account
+ * (its checkouts then share no pool by account).
+ */
+export function accountDatabasesOf(db: Database): AccountDatabases {
+  return accountDatabasesByHandle.get(db) ?? (() => db);
+}
+
+const ACCOUNT_HANDLES_KEPT = 10_000;
 
 // int8 columns hold counters and seq numbers far below 2^53: numbers are what the API exposes.
 const INT8_OID = 20;
@@ -171,7 +218,8 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
     const namedStatements = options.preparedStatements ?? !pooled;
     // The checkout timeout is the pool's own (connectionTimeoutMillis): the same wait, now per account.
     const checkouts = fairCheckouts({ total: options.poolMax, perAccount: options.poolPerAccount ?? defaultPoolPerAccount(options.poolMax), timeoutMs: options.connectTimeoutMs });
-    const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: guardedPool(pool, { namedStatements, checkouts }) }) });
+    const guarded = guardedPool(pool, { namedStatements, checkouts });
+    const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: guarded }) });
     const directUrl = options.directUrl ?? options.url;
     const listenerClient: pg.ClientConfig = {
       connectionString: directUrl,
@@ -195,7 +243,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
         await direct.destroy();
       }
     };
-    return { db, kind: 'postgres', pool, poolStats: poolStats(pool, checkouts), listen, onDirectConnection, close: () => db.destroy() };
+    return { db, forAccount: accountDatabases(db, guarded), kind: 'postgres', pool, poolStats: poolStats(pool, checkouts), listen, onDirectConnection, close: () => db.destroy() };
   }
   return openPglite(options);
 }
@@ -234,9 +282,11 @@ async function openPglite({ dataDir, statementTimeoutMs, snapshot, preparedState
   const listener = listenOnSinglePool(pool);
   // One connection: no share can leave a reserve, but the account holding the fewest still goes first.
   const checkouts = fairCheckouts({ total: 1, perAccount: 1, timeoutMs: undefined });
-  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: guardedPool(pool, { namedStatements: preparedStatements ?? true, checkouts }) }) });
+  const guarded = guardedPool(pool, { namedStatements: preparedStatements ?? true, checkouts });
+  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: guarded }) });
   return {
     db,
+    forAccount: accountDatabases(db, guarded),
     kind: 'pglite',
     pool,
     poolStats: poolStats(pool, checkouts),

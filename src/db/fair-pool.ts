@@ -1,5 +1,6 @@
 // The database pool's connections shared fairly between accounts (docs/design.md §8): a request's
-// checkout counts against the account it works for (lib/account-scope.ts), which may hold at most
+// checkout counts against the account it works for (the handle of its account, connect.ts
+// forAccount, which a request's handlers are given: http/account-database.ts), which may hold at most
 // `perAccount` of the pool's `total` connections at once; past that its checkouts wait in a queue
 // of their own, not in the pool's single first-come queue. So an account whose requests are slow
 // (long statements, row locks) fills only its own share, and the connections left over serve the
@@ -8,7 +9,6 @@
 // account holding the fewest goes first. Work of no account (start-up, background jobs, a batch
 // of several accounts' appends) has no share to keep to.
 import { type AccountSlots, createAccountSlots } from '../lib/account-slots.js';
-import { currentAccount } from '../lib/account-scope.js';
 
 /** No connection came free for this account within the checkout timeout: retry later (503). */
 export class PoolCheckoutTimeout extends Error {
@@ -19,8 +19,8 @@ export class PoolCheckoutTimeout extends Error {
 }
 
 export interface FairCheckouts {
-  /** Waits for the current account's turn at the pool; the function it resolves to gives it back. */
-  acquire(): Promise<() => void>;
+  /** Waits for the account's turn at the pool (undefined: work of no account); the function it resolves to gives it back. */
+  acquire(accountId: string | undefined): Promise<() => void>;
   /** Connections held through it, and checkouts waiting for one. */
   readonly running: number;
   readonly waiting: number;
@@ -31,7 +31,7 @@ export function fairCheckouts({ total, perAccount, timeoutMs }: { total: number;
   const slots: AccountSlots = createAccountSlots({ total, perAccount: Math.min(total, perAccount) });
   const wait = timeoutMs === undefined ? undefined : { timeoutMs, timeoutError: () => new PoolCheckoutTimeout(timeoutMs) };
   return {
-    acquire: () => slots.acquire(currentAccount(), wait),
+    acquire: (accountId) => slots.acquire(accountId, wait),
     get running() {
       return slots.running;
     },

@@ -79,26 +79,38 @@ export interface GuardedPoolOptions {
 
 const nothingToGiveBack = () => {};
 
-export function guardedPool(pool: pg.Pool, { namedStatements, checkouts }: GuardedPoolOptions): PostgresPool {
+/** The pool, and views of it whose checkouts count against one account's share. */
+export interface GuardedPool extends PostgresPool {
+  /**
+   * The same connections, each checkout taking `accountId`'s turn first (fair-pool.ts). Its end()
+   * does nothing: the pool is ended through the pool itself.
+   */
+  forAccount(accountId: string): PostgresPool;
+}
+
+export function guardedPool(pool: pg.Pool, { namedStatements, checkouts }: GuardedPoolOptions): GuardedPool {
   // One watcher per pg client, reset at each checkout: Kysely keeps its connection objects by the
-  // identity of what connect() returns.
+  // identity of what connect() returns. Shared by every account's view, as the named statements a
+  // connection holds are.
   const watchers = new WeakMap<pg.PoolClient, CheckoutWatcher>();
+  const checkOut = async (accountId: string | undefined): Promise<CheckoutWatcher> => {
+    const giveBack = checkouts ? await checkouts.acquire(accountId) : nothingToGiveBack;
+    let client: WatchedClient;
+    try {
+      client = (await pool.connect()) as WatchedClient;
+    } catch (error) {
+      giveBack();
+      throw error;
+    }
+    let watcher = watchers.get(client);
+    if (!watcher) watchers.set(client, (watcher = new CheckoutWatcher(client, namedStatements)));
+    watcher.reset(giveBack);
+    return watcher;
+  };
   return {
-    async connect() {
-      const giveBack = checkouts ? await checkouts.acquire() : nothingToGiveBack;
-      let client: WatchedClient;
-      try {
-        client = (await pool.connect()) as WatchedClient;
-      } catch (error) {
-        giveBack();
-        throw error;
-      }
-      let watcher = watchers.get(client);
-      if (!watcher) watchers.set(client, (watcher = new CheckoutWatcher(client, namedStatements)));
-      watcher.reset(giveBack);
-      return watcher;
-    },
+    connect: () => checkOut(undefined),
     end: () => pool.end(),
+    forAccount: (accountId) => ({ connect: () => checkOut(accountId), end: async () => {} }),
   };
 }
 

@@ -14,7 +14,11 @@ export type ZodApp = FastifyInstance<RawServerDefault, IncomingMessage, ServerRe
 
 /** What route modules need: the database, the configured limits and the metrics. */
 export interface AppDeps {
-  db: Database;
+  /**
+   * The database for work of no account (readiness, authentication): it keeps to no account's share
+   * of the pool. A route's handlers use request.db, their account's (http/account-database.ts).
+   */
+  noAccountDb: Database;
   limits: Limits;
   /** Encrypts the stored copy of new secret keys; none is stored without it. */
   credentialMasterKey?: Buffer | undefined;

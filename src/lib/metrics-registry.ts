@@ -6,6 +6,7 @@
 // monitor and a GC observer that are never stopped.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { type RequestTally, registerRequestTally } from './request-tally.js';
+import { type LabelledHistogram, registerLabelledHistogram } from './tally.js';
 
 /** What the pool gauges read at scrape time: a pg.Pool has all of these. */
 export interface PoolStats {
@@ -18,12 +19,11 @@ export interface PoolStats {
 export interface AppMetrics {
   /** Counts and times every request except the scrapes of /metrics itself. */
   http: RequestTally;
+  /** Every successful append adds to these: plain numbers, read when scraped (lib/tally.ts). */
   appends: {
-    requests: Counter<'outcome'>;
-    eventsAppended: Counter;
-    eventsReplayed: Counter;
-    stateDeltaBytes: Counter;
-    stateBytes: Histogram<'scope'>;
+    counts: AppendCounts;
+    /** By scope: session, user or app. */
+    stateBytes: LabelledHistogram;
   };
   stateAt: StateAtMetrics;
   /** The exposition: this app's metrics followed by the process's. */
@@ -51,6 +51,15 @@ export interface StateAtMetrics {
   /** Events folded by one statement: a checkpoint step or the final fold. */
   statementEvents: Histogram;
   checkpointsWritten: Counter;
+}
+
+/** What successful appends counted so far (append_requests_total by outcome, and the events' counters). */
+export interface AppendCounts {
+  appended: number;
+  replayed: number;
+  eventsAppended: number;
+  eventsReplayed: number;
+  stateDeltaBytes: number;
 }
 
 /** What the instance's group commit of appends (events/append-batcher.ts) counted so far. */
@@ -119,25 +128,12 @@ export function createAppMetrics({
     },
   });
   const appends = {
-    requests: new Counter({
-      name: 'append_requests_total',
-      help: 'Successful appends: `appended` wrote at least one event, `replayed` was a pure retry that wrote nothing. Failures are in http_requests_total by status.',
-      labelNames: ['outcome'] as const,
-      registers,
-    }),
-    eventsAppended: new Counter({ name: 'events_appended_total', help: 'Events written to the history (replays excluded).', registers }),
-    eventsReplayed: new Counter({ name: 'events_replayed_total', help: 'Events answered from storage because their eventId was already stored (retries).', registers }),
-    stateDeltaBytes: new Counter({
-      name: 'state_delta_bytes_total',
-      help: 'Serialized (compact JSON, UTF-8) bytes of the stateDelta of every written event, as sent.',
-      registers,
-    }),
-    stateBytes: new Histogram({
+    counts: registerAppendCounters(registry),
+    stateBytes: registerLabelledHistogram(registry, {
       name: 'state_size_bytes',
       help: 'Serialized size of a state scope (session, user or app: what MAX_STATE_BYTES limits) after an append whose stateDelta touched it.',
-      labelNames: ['scope'] as const,
+      labelName: 'scope',
       buckets: STATE_BYTES_BUCKETS,
-      registers,
     }),
   };
   const stateAt: StateAtMetrics = {
@@ -178,18 +174,44 @@ export function createAppMetrics({
   };
 }
 
+/** A counter whose value is read from `read` when scraped. */
+function scrapedCounter(registry: Registry, name: string, help: string, read: () => number): void {
+  new Counter({
+    name,
+    help,
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(read());
+    },
+  });
+}
+
+// Counted by the append route in plain numbers and read when scraped: a prom-client Counter with a
+// label builds a hash string of its labels on every inc() (issue 24).
+function registerAppendCounters(registry: Registry): AppendCounts {
+  const counts: AppendCounts = { appended: 0, replayed: 0, eventsAppended: 0, eventsReplayed: 0, stateDeltaBytes: 0 };
+  new Counter({
+    name: 'append_requests_total',
+    help: 'Successful appends: `appended` wrote at least one event, `replayed` was a pure retry that wrote nothing. Failures are in http_requests_total by status.',
+    labelNames: ['outcome'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      // A label set appears once an append of that outcome has been counted, as it did when inc() made it.
+      if (counts.appended > 0) this.inc({ outcome: 'appended' }, counts.appended);
+      if (counts.replayed > 0) this.inc({ outcome: 'replayed' }, counts.replayed);
+    },
+  });
+  scrapedCounter(registry, 'events_appended_total', 'Events written to the history (replays excluded).', () => counts.eventsAppended);
+  scrapedCounter(registry, 'events_replayed_total', 'Events answered from storage because their eventId was already stored (retries).', () => counts.eventsReplayed);
+  scrapedCounter(registry, 'state_delta_bytes_total', 'Serialized (compact JSON, UTF-8) bytes of the stateDelta of every written event, as sent.', () => counts.stateDeltaBytes);
+  return counts;
+}
+
 // Counted by the batcher in plain numbers and read when scraped: nothing on the append path.
 function registerAppendBatchCounters(registry: Registry, counts: AppendBatchCounts): void {
-  const counter = (name: string, help: string, read: () => number) =>
-    new Counter({
-      name,
-      help,
-      registers: [registry],
-      collect() {
-        this.reset();
-        this.inc(read());
-      },
-    });
+  const counter = (name: string, help: string, read: () => number) => scrapedCounter(registry, name, help, read);
   counter('append_batches_total', 'Database calls that carried more than one append (group commit).', () => counts.batches);
   counter('append_batched_appends_total', 'Appends sent to the database in those calls.', () => counts.batchedAppends);
   counter(

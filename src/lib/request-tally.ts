@@ -9,6 +9,7 @@
 // The exposition is the one prom-client writes for a Counter and a Histogram fed the same requests,
 // line for line (test/unit/request-tally.test.ts compares the two).
 import type { Registry } from 'prom-client';
+import { type Tally, addToTally, counterSamples, histogramSamples, newTally, registerScrapedMetric } from './tally.js';
 
 export interface RequestTally {
   /** One answered request: its method, route template, status and time from arrival to the answer's end. */
@@ -20,30 +21,6 @@ export interface RequestTallyNames {
   histogram: { name: string; help: string; buckets: readonly number[] };
 }
 
-interface Tally {
-  labels: { method: string; route: string; status: string };
-  count: number;
-  sum: number;
-  /** Requests per bucket: index i holds those at most buckets[i] and above buckets[i − 1]. */
-  perBucket: number[];
-}
-
-/** A metric as prom-client's Registry reads it (its Counter and Histogram have the same shape). */
-interface ScrapedMetric {
-  name: string;
-  help: string;
-  type: 'counter' | 'histogram';
-  aggregator: 'sum';
-  get(): Promise<{ name: string; help: string; type: string; aggregator: string; values: Sample[] }>;
-  reset(): void;
-}
-
-interface Sample {
-  value: number;
-  labels: Record<string, string | number>;
-  metricName?: string;
-}
-
 /** Registers the two metrics in `registry` and answers the tally that feeds them. */
 export function registerRequestTally(registry: Registry, names: RequestTallyNames): RequestTally {
   const buckets = [...names.histogram.buckets];
@@ -51,39 +28,13 @@ export function registerRequestTally(registry: Registry, names: RequestTallyName
   let byRoute = new Map<string, Map<string, Map<number, Tally>>>();
   /** The same tallies in the order their label sets first came, the order prom-client lists them in. */
   let inOrder: Tally[] = [];
-
-  const metric = (type: ScrapedMetric['type'], { name, help }: { name: string; help: string }, samples: (tally: Tally) => Sample[]): ScrapedMetric => ({
-    name,
-    help,
-    type,
-    aggregator: 'sum',
-    get: async () => ({ name, help, type, aggregator: 'sum', values: inOrder.flatMap(samples) }),
-    // The two metrics share one tally: resetting either (Registry.resetMetrics resets both) empties it.
-    reset: () => {
-      byRoute = new Map();
-      inOrder = [];
-    },
-  });
-
-  // `as never`: prom-client types registerMetric with its own Metric class; the Registry reads only
-  // what ScrapedMetric has.
-  registry.registerMetric(metric('counter', names.counter, (tally) => [{ value: tally.count, labels: { ...tally.labels } }]) as never);
-  registry.registerMetric(
-    metric('histogram', names.histogram, (tally) => {
-      const bucketName = `${names.histogram.name}_bucket`;
-      let cumulative = 0;
-      const samples: Sample[] = buckets.map((bound, index) => {
-        cumulative += tally.perBucket[index]!;
-        return { value: cumulative, labels: { le: bound, ...tally.labels }, metricName: bucketName };
-      });
-      samples.push(
-        { value: tally.count, labels: { le: '+Inf', ...tally.labels }, metricName: bucketName },
-        { value: tally.sum, labels: { ...tally.labels }, metricName: `${names.histogram.name}_sum` },
-        { value: tally.count, labels: { ...tally.labels }, metricName: `${names.histogram.name}_count` },
-      );
-      return samples;
-    }) as never,
-  );
+  // The two metrics share one tally: resetting either (Registry.resetMetrics resets both) empties it.
+  const reset = () => {
+    byRoute = new Map();
+    inOrder = [];
+  };
+  registerScrapedMetric(registry, { ...names.counter, type: 'counter' }, () => inOrder, counterSamples, reset);
+  registerScrapedMetric(registry, { name: names.histogram.name, help: names.histogram.help, type: 'histogram' }, () => inOrder, (tally) => histogramSamples(names.histogram.name, buckets, tally), reset);
 
   return {
     record(method, route, status, seconds) {
@@ -93,19 +44,11 @@ export function registerRequestTally(registry: Registry, names: RequestTallyName
       if (!byStatus) byMethod.set(method, (byStatus = new Map()));
       let tally = byStatus.get(status);
       if (!tally) {
-        tally = { labels: { method, route, status: String(status) }, count: 0, sum: 0, perBucket: buckets.map(() => 0) };
+        tally = newTally({ method, route, status: String(status) }, buckets);
         byStatus.set(status, tally);
         inOrder.push(tally);
       }
-      tally.count++;
-      tally.sum += seconds;
-      // The first bound the duration is within; past the last one it counts only in +Inf (count).
-      for (let index = 0; index < buckets.length; index++) {
-        if (seconds <= buckets[index]!) {
-          tally.perBucket[index]!++;
-          break;
-        }
-      }
+      addToTally(tally, buckets, seconds);
     },
   };
 }

@@ -4,7 +4,7 @@
 import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { canonicalJson, sha256 } from '../../src/lib/canonical-json.js';
+import { canonicalJson, sha256, sha256Hex } from '../../src/lib/canonical-json.js';
 
 /** The earlier canonicalJson: JSON.stringify with a replacer that made a sorted copy of each object. */
 function replacerCanonicalJson(value: unknown): string {
@@ -66,6 +66,14 @@ describe('sha256', () => {
     fc.assert(
       fc.property(fc.string({ unit: 'binary' }), (text) => {
         expect(sha256(text).equals(createHash('sha256').update(text).digest())).toBe(true);
+      }),
+    );
+  });
+
+  it('sha256Hex is the same digest in lowercase hex', () => {
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary' }), (text) => {
+        expect(sha256Hex(text)).toBe(createHash('sha256').update(text).digest('hex'));
       }),
     );
   });

@@ -47,6 +47,18 @@ describe('credentials', () => {
     expect(secretKeyMatches(Buffer.alloc(0), secretKey)).toBe(false);
   });
 
+  it('rejects a stored hash that differs from the key\'s in any one bit, or is longer or shorter', () => {
+    const { secretKey } = issueCredential();
+    const stored = hashSecretKey(secretKey);
+    for (let bit = 0; bit < stored.length * 8; bit++) {
+      const changed = Buffer.from(stored);
+      changed[bit >> 3]! ^= 1 << (bit & 7);
+      expect(secretKeyMatches(changed, secretKey)).toBe(false);
+    }
+    expect(secretKeyMatches(Buffer.concat([stored, Buffer.from([0])]), secretKey)).toBe(false);
+    expect(secretKeyMatches(stored.subarray(0, 31), secretKey)).toBe(false);
+  });
+
   it.each([
     ['no dot', `AKID${'a'.repeat(32)}${'b'.repeat(43)}`],
     ['empty', ''],

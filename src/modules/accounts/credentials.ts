@@ -1,5 +1,5 @@
 // Credential material: generation, hashing and constant-time comparison. No I/O.
-import { randomBytes, randomInt, timingSafeEqual } from 'node:crypto';
+import { hash, randomBytes, randomInt } from 'node:crypto';
 import { sha256 } from '../../lib/canonical-json.js';
 
 const BASE62 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
@@ -40,10 +40,18 @@ export function hashSecretKey(secretKey: string): Buffer {
   return sha256(secretKey);
 }
 
-/** Compares by hash, in constant time: the stored hash never meets the plain key byte by byte. */
+/**
+ * Compares by hash, in constant time: the stored hash never meets the plain key byte by byte.
+ * Every authenticated request runs this. The presented key's digest is asked of crypto.hash as 32
+ * 'binary' (latin1) characters, one per byte, and compared in a loop that visits every byte whatever it finds,
+ * as timingSafeEqual does: ~0.3 µs, where a Buffer digest and timingSafeEqual cost 0.9–1.3 (issue 24).
+ */
 export function secretKeyMatches(storedHash: Buffer, presentedKey: string): boolean {
-  const presentedHash = hashSecretKey(presentedKey);
-  return storedHash.length === presentedHash.length && timingSafeEqual(storedHash, presentedHash);
+  const presentedBytes = hash('sha256', presentedKey, 'binary');
+  if (storedHash.length !== presentedBytes.length) return false;
+  let difference = 0;
+  for (let at = 0; at < presentedBytes.length; at++) difference |= storedHash[at]! ^ presentedBytes.charCodeAt(at);
+  return difference === 0;
 }
 
 /** Splits `<secretId>.<secretKey>`; undefined when the token does not have that shape. */

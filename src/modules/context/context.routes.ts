@@ -2,14 +2,14 @@
 import { IfMatchHeaders, SessionPath, errorResponses } from '../../http/schemas.js';
 import { etagOf, parseIfMatch } from '../../lib/preconditions.js';
 import { sendJsonText, viewSerializerCompiler } from '../../http/view-serializer.js';
-import type { AppDeps, ZodApp } from '../../http/zod-app.js';
+import type { ZodApp } from '../../http/zod-app.js';
 import { maySeeSessionContents, writtenSessionAnswer, WrittenSession } from '../sessions/index.js';
 import { ContextQuery, PutContextBody, SessionContext } from './context.schemas.js';
 import { readContext, writeContext } from './context.service.js';
 
 const CONTEXT = '/spaces/:spaceId/users/:userId/sessions/:sessionId/context';
 
-export async function contextRoutes(app: ZodApp, { db }: AppDeps): Promise<void> {
+export async function contextRoutes(app: ZodApp): Promise<void> {
   app.get(
     CONTEXT,
     {
@@ -30,7 +30,7 @@ export async function contextRoutes(app: ZodApp, { db }: AppDeps): Promise<void>
       },
     },
     async (request, reply) => {
-      const context = await readContext(db, { accountId: request.principal.accountId, ...request.params }, request.query);
+      const context = await readContext(request.db, { accountId: request.principal.accountId, ...request.params }, request.query);
       return sendJsonText(reply.header('etag', etagOf(context.revision)), context.json);
     },
   );
@@ -57,7 +57,7 @@ export async function contextRoutes(app: ZodApp, { db }: AppDeps): Promise<void>
     },
     async (request, reply) => {
       const ifMatch = parseIfMatch(request.headers['if-match']);
-      const session = await writeContext(db, { accountId: request.principal.accountId, ...request.params }, request.body, ifMatch);
+      const session = await writeContext(request.db, { accountId: request.principal.accountId, ...request.params }, request.body, ifMatch);
       const answer = writtenSessionAnswer(session, maySeeSessionContents(request.principal, request.params.spaceId));
       return reply.header('etag', etagOf(session.revision)).send(answer);
     },

@@ -61,10 +61,9 @@
 // and hold that batch up for `lockWaitMs` once more: one such stall per statement timeout for as
 // long as the lock lasts, for the batch's appends of every account.
 import type { Limits } from '../../config.js';
-import type { Database } from '../../db/connect.js';
+import type { AccountDatabases, Database } from '../../db/connect.js';
 import type { SessionKey } from '../../db/keys.js';
 import { AppError } from '../../errors.js';
-import { runForNoAccount } from '../../lib/account-scope.js';
 import type { AccountSlots } from '../../lib/account-slots.js';
 import type { AppendBatchCounts, AppendQueueDepth } from '../../lib/metrics-registry.js';
 import { runInTurns } from '../../lib/turns.js';
@@ -143,9 +142,14 @@ export class AppendBatcher implements AppendQueueDepth {
   /** The large states the answers carried, by space, user and session: what the next answers will weigh. */
   private readonly weights = createAnswerWeights({ partBytes: HEAVY_PART_BYTES, capacity: REMEMBERED_HEAVY_PARTS });
 
+  /**
+   * `forAccount`: the database as one account's (db/connect.ts), what an append sent alone from its
+   * request runs on; without it every call is on `db`, which keeps to no account's share.
+   */
   constructor(
     private readonly db: Database,
     private readonly options: AppendBatcherOptions,
+    private readonly forAccount: AccountDatabases = () => db,
   ) {
     this.batchScope = options.batchScope;
   }
@@ -174,12 +178,12 @@ export class AppendBatcher implements AppendQueueDepth {
     // append of a batch, and a batch slot, so it goes alone, in one of its account's expensive slots.
     if (deltaBytes > this.options.aloneDeltaBytes) {
       this.stats.sentAlone.largeDelta++;
-      return this.options.expensiveSlots.run(key.accountId, () => this.alone({ key, events, ifMatch }));
+      return this.options.expensiveSlots.run(key.accountId, () => this.alone({ key, events, ifMatch }, this.forAccount(key.accountId)));
     }
-    if (this.options.maxBatch <= 1) return this.alone({ key, events, ifMatch });
+    if (this.options.maxBatch <= 1) return this.alone({ key, events, ifMatch }, this.forAccount(key.accountId));
     if (writesSharedState(events)) {
       this.stats.sentAlone.sharedState++;
-      return this.alone({ key, events, ifMatch });
+      return this.alone({ key, events, ifMatch }, this.forAccount(key.accountId));
     }
     const id = sessionIdOf(key);
     const expectedBytes = this.weights.any ? this.weights.expected(key) : 0;
@@ -211,8 +215,8 @@ export class AppendBatcher implements AppendQueueDepth {
       const batch = this.takeBatch(kind);
       const call: CallOut = { sentAt: performance.now(), heavy: kind === 'heavy' };
       this.callsInFlight.add(call);
-      // A batch carries several accounts' appends: its connection is no one account's (db/fair-pool.ts).
-      void runForNoAccount(() => this.send(batch, call.heavy)).finally(() => {
+      // A batch carries several accounts' appends: its connection is no one account's (this.db, db/fair-pool.ts).
+      void this.send(batch, call.heavy).finally(() => {
         this.callsInFlight.delete(call);
         const tookMs = performance.now() - call.sentAt;
         this.stats.calls++;
@@ -418,8 +422,14 @@ export class AppendBatcher implements AppendQueueDepth {
     this.lockedUntil.set(id, now + this.options.sessionQueueWaitMs);
   }
 
-  private alone({ key, events, ifMatch }: Pick<Waiting, 'key' | 'events' | 'ifMatch'>): Promise<AppendedSession | undefined> {
-    return appendInDatabase(this.db, key, events, ifMatch, this.options.stateLimit, this.batchScope === 'any-accounts');
+  /**
+   * One append in a call of its own: on its account's share of the pool (`db`) when it comes straight
+   * from its request; an append a batch could not write, or one of those waiting when the batch's
+   * scope could not be found, goes on no account's (this.db), as the batch did: a call that waits
+   * for one account's turn must not hold a batch slot every account's appends need.
+   */
+  private alone({ key, events, ifMatch }: Pick<Waiting, 'key' | 'events' | 'ifMatch'>, db: Database = this.db): Promise<AppendedSession | undefined> {
+    return appendInDatabase(db, key, events, ifMatch, this.options.stateLimit, this.batchScope === 'any-accounts');
   }
 }
 
@@ -457,8 +467,8 @@ const REMEMBERED_HEAVY_PARTS = 10_000;
 const ANSWER_BYTES_PER_SECOND = 60 * 1024 * 1024;
 
 /** The group commit of one instance's appends on `db` (its append path's, src/modules/events/append.service.ts). */
-export function createAppendBatcher(db: Database, options: AppendBatcherOptions): AppendBatcher {
-  return new AppendBatcher(db, options);
+export function createAppendBatcher(db: Database, options: AppendBatcherOptions, forAccount?: AccountDatabases): AppendBatcher {
+  return new AppendBatcher(db, options, forAccount);
 }
 
 const sessionStillLocked = () =>

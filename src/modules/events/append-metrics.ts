@@ -4,11 +4,16 @@ import type { AppendEventsResult } from './append.service.js';
 
 export function recordAppend(metrics: AppMetrics['appends'], result: AppendEventsResult): void {
   // The result answers one event per input; the same eventId twice in a batch is one written event.
-  metrics.requests.inc({ outcome: result.replayOnly ? 'replayed' : 'appended' });
-  metrics.eventsAppended.inc(result.writtenCount);
-  metrics.eventsReplayed.inc(result.events.length - result.writtenCount);
-  if (result.deltaBytes > 0) metrics.stateDeltaBytes.inc(result.deltaBytes);
+  const { counts } = metrics;
+  if (result.replayOnly) counts.replayed++;
+  else counts.appended++;
+  counts.eventsAppended += result.writtenCount;
+  counts.eventsReplayed += result.events.length - result.writtenCount;
+  counts.stateDeltaBytes += result.deltaBytes;
   // The sizes the state limit measured as the append wrote them, for each scope it wrote: nothing
   // is serialized again here.
-  for (const [scope, bytes] of Object.entries(result.stateBytes)) metrics.stateBytes.observe({ scope }, bytes);
+  const { session, user, app } = result.stateBytes;
+  if (session !== undefined) metrics.stateBytes.observe('session', session);
+  if (user !== undefined) metrics.stateBytes.observe('user', user);
+  if (app !== undefined) metrics.stateBytes.observe('app', app);
 }

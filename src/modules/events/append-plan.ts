@@ -4,7 +4,7 @@
 import type { Limits } from '../../config.js';
 import type { EventRow, JsonObject } from '../../db/schema.js';
 import { AppError } from '../../errors.js';
-import { canonicalJson, sha256 } from '../../lib/canonical-json.js';
+import { canonicalJson, sha256Hex } from '../../lib/canonical-json.js';
 import { newEventId } from '../../lib/ids.js';
 import { jsonBytes, jsonDepth } from '../../lib/json-measure.js';
 import { STORED_SCOPES, type StoredScope, splitByScope, withoutTempKeys, type StateDeltaMode } from '../state/index.js';
@@ -18,8 +18,8 @@ export interface PreparedEvent {
   eventId: string;
   /** How errors name the event: `` for a single event, `events[3].` inside a batch. */
   field: string;
-  /** SHA-256 of the event's canonical JSON as sent: a retry must resend the same event. */
-  payloadHash: Buffer;
+  /** SHA-256 of the event's canonical JSON as sent, in hex (as append_events() takes it): a retry must resend the same event. */
+  payloadHash: string;
   /** The serialized size of its stateDelta as the limit measured it (0 without one), for the metrics. */
   deltaBytes: number;
 }
@@ -66,7 +66,7 @@ function prepareEvent(input: EventInputValue, field: string, limits: Limits): Pr
       details: { field: field ? field.slice(0, -1) : 'body', eventBytes: bytes, limit: limits.eventBytes },
     });
   }
-  return { input, eventId: input.eventId ?? newEventId(), field, payloadHash: sha256(serialized), deltaBytes };
+  return { input, eventId: input.eventId ?? newEventId(), field, payloadHash: sha256Hex(serialized), deltaBytes };
 }
 
 /** One scope's part of an event's delta, as append_events() folds it. */
@@ -97,7 +97,7 @@ export type EventDocument = {
  */
 export function eventDocument(event: PreparedEvent): EventDocument {
   const { input } = event;
-  const document: EventDocument = { eventId: event.eventId, author: input.author, payloadHash: event.payloadHash.toString('hex') };
+  const document: EventDocument = { eventId: event.eventId, author: input.author, payloadHash: event.payloadHash };
   if (input.invocationId !== undefined) document.invocationId = input.invocationId;
   if (input.content !== undefined) document.content = input.content;
   if (input.metadata !== undefined) document.metadata = input.metadata;
@@ -184,12 +184,12 @@ export type ReplayPlan = { answers: ({ stored: EventRow } | { fresh: number })[]
 export function planReplays(events: PreparedEvent[], stored: ReadonlyMap<string, EventRow>): ReplayPlan {
   const answers: ReplayPlan['answers'] = [];
   const fresh: PreparedEvent[] = [];
-  const seen = new Map<string, { payloadHash: Buffer; answer: ReplayPlan['answers'][number] }>();
-  for (const row of stored.values()) seen.set(row.event_id, { payloadHash: row.payload_hash, answer: { stored: row } });
+  const seen = new Map<string, { payloadHash: string; answer: ReplayPlan['answers'][number] }>();
+  for (const row of stored.values()) seen.set(row.event_id, { payloadHash: row.payload_hash.toString('hex'), answer: { stored: row } });
   for (const event of events) {
     const earlier = seen.get(event.eventId);
     if (earlier) {
-      if (!earlier.payloadHash.equals(event.payloadHash)) throw duplicateEventId(event.eventId, event.field);
+      if (earlier.payloadHash !== event.payloadHash) throw duplicateEventId(event.eventId, event.field);
       answers.push(earlier.answer);
       continue;
     }

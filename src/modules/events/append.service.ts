@@ -12,7 +12,7 @@
 //   shared states, when every event is a replay), COMMIT. Retries are rare; they pay for themselves.
 // - a missing session costs one more query to tell a missing space (404 SessionSpace) from it.
 import type { Limits } from '../../config.js';
-import type { Database } from '../../db/connect.js';
+import type { AccountDatabases, Database } from '../../db/connect.js';
 import type { EventRow } from '../../db/schema.js';
 import { AppError } from '../../errors.js';
 import type { IfMatch } from '../../lib/preconditions.js';
@@ -59,8 +59,12 @@ export interface AppendDeps {
   appendPath: AppendPath;
 }
 
-export function createAppendPath(db: Database, limits: Limits, batcher?: AppendBatcher): AppendPath {
-  return { append: (key, body, ifMatch) => appendEvents(db, limits, batcher, key, body, ifMatch) };
+/**
+ * What an append reads and writes outside the batcher is its account's work (db/fair-pool.ts):
+ * `forAccount` gives the database as one account's; without it, `db` keeps to no account's share.
+ */
+export function createAppendPath(db: Database, limits: Limits, batcher?: AppendBatcher, forAccount: AccountDatabases = () => db): AppendPath {
+  return { append: (key, body, ifMatch) => appendEvents(forAccount(key.accountId), limits, batcher, key, body, ifMatch) };
 }
 
 async function appendEvents(

@@ -44,7 +44,7 @@ function acceptsJsonNotEventStream(accept: string | undefined): boolean {
   return ranges.some(({ range }) => JSON_RANGES.has(range)) && !ranges.some(({ range }) => EVENT_STREAM_RANGES.has(range));
 }
 
-export async function eventStreamRoutes(app: ZodApp, { db, eventStreams }: AppDeps): Promise<void> {
+export async function eventStreamRoutes(app: ZodApp, { eventStreams }: AppDeps): Promise<void> {
   app.get(
     '/spaces/:spaceId/users/:userId/sessions/:sessionId/events/stream',
     {
@@ -81,7 +81,7 @@ export async function eventStreamRoutes(app: ZodApp, { db, eventStreams }: AppDe
       // client that accepts JSON and not an event stream (an SDK's describeEvent) gets that event,
       // not a stream it would wait on forever.
       if (acceptsJsonNotEventStream(request.headers.accept)) {
-        const event = await getSessionEvent(db, key, 'stream');
+        const event = await getSessionEvent(request.db, key, 'stream');
         return reply.type('application/json; charset=utf-8').serializer(JSON.stringify).send(event as unknown as string);
       }
       const afterSeq = request.headers['last-event-id'] ?? request.query.afterSeq ?? 0;

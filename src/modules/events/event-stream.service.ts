@@ -11,11 +11,10 @@
 // notifications keep right). A stream that cannot keep up leaves the shared read and catches up
 // alone, so it never holds the others back.
 // Between reads a stream holds no database connection.
-import type { Database } from '../../db/connect.js';
+import type { AccountDatabases, Database } from '../../db/connect.js';
 import type { EventFeed } from '../../db/event-feed.js';
 import type { SessionKey } from '../../db/keys.js';
 import { AppError, type ErrorCode } from '../../errors.js';
-import { runForNoAccount } from '../../lib/account-scope.js';
 import type { EventStreams, Reauthorize } from '../../lib/event-streams.js';
 import type { EventStreamCounts } from '../../lib/metrics-registry.js';
 import { sessionNotFound } from '../sessions/index.js';
@@ -34,6 +33,12 @@ const HEARTBEAT = Buffer.from(': heartbeat\n\n');
 const CAP_RETRY_AFTER_SECONDS = '5';
 
 export interface EventStreamsOptions {
+  /**
+   * The database as one account's (db/connect.ts): a stream's own reads (its session's check, its
+   * catch-up) are its account's work. The reads a session's streams share and the heartbeat's are
+   * no one account's (`db`). Without it every read is on `db`.
+   */
+  forAccount?: AccountDatabases;
   heartbeatMs: number;
   perAccount: number;
   perInstance: number;
@@ -48,7 +53,7 @@ export interface EventStreamsOptions {
 }
 
 export function createEventStreams(db: Database, feed: EventFeed, options: EventStreamsOptions): EventStreams {
-  const { heartbeatMs, perAccount, perInstance, lifetimeMs, reauthorize, counts, pageSize = 200, pageBytes } = options;
+  const { heartbeatMs, perAccount, perInstance, lifetimeMs, reauthorize, counts, pageSize = 200, pageBytes, forAccount = () => db } = options;
   const groups = new Map<string, SessionGroup>();
   const openPerAccount = new Map<string, number>();
   let heartbeat: NodeJS.Timeout | undefined;
@@ -117,7 +122,7 @@ export function createEventStreams(db: Database, feed: EventFeed, options: Event
     member.busy = (async () => {
       for (;;) {
         if (member.closed) return;
-        const { frames, more } = await readForGroup(db, member.group.key, member.lastSeq, pageSize, pageBytes);
+        const { frames, more } = await readForGroup(forAccount(member.group.key.accountId), member.group.key, member.lastSeq, pageSize, pageBytes);
         counts.catchUpReads++;
         for (const frame of frames) {
           if (member.closed) return;
@@ -234,7 +239,8 @@ export function createEventStreams(db: Database, feed: EventFeed, options: Event
     async open(key, afterSeq, sink, authorization) {
       const release = takeSlot(key.accountId);
       try {
-        if (!(await findLiveSessionId(db, key))) throw await sessionNotFound(db, key);
+        const accountDb = forAccount(key.accountId);
+        if (!(await findLiveSessionId(accountDb, key))) throw await sessionNotFound(accountDb, key);
       } catch (error) {
         release();
         throw error;
@@ -248,14 +254,12 @@ export function createEventStreams(db: Database, feed: EventFeed, options: Event
       if (!heartbeat) {
         // A heartbeat still checking (a slow database) is not overlapped by the next one.
         let beating = false;
-        // The heartbeat checks every account's streams: its reads are no one account's (db/fair-pool.ts).
-        heartbeat = runForNoAccount(() =>
-          setInterval(() => {
-            if (beating) return;
-            beating = true;
-            void beat().finally(() => (beating = false));
-          }, heartbeatMs),
-        );
+        // The heartbeat checks every account's streams: its reads are no one account's (db, db/fair-pool.ts).
+        heartbeat = setInterval(() => {
+          if (beating) return;
+          beating = true;
+          void beat().finally(() => (beating = false));
+        }, heartbeatMs);
         heartbeat.unref();
       }
       // The browser's EventSource reconnects after `retry` milliseconds on its own.

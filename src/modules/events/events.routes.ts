@@ -19,7 +19,7 @@ import { getSessionEvent, listSessionEventsJson } from './events.service.js';
 
 const EVENTS = '/spaces/:spaceId/users/:userId/sessions/:sessionId/events';
 
-export async function eventsRoutes(app: ZodApp, { db, limits, metrics, pageTokens, eventFeed, appendPath }: AppDeps & AppendDeps): Promise<void> {
+export async function eventsRoutes(app: ZodApp, { limits, metrics, pageTokens, eventFeed, appendPath }: AppDeps & AppendDeps): Promise<void> {
   app.post(
     EVENTS,
     {
@@ -92,7 +92,7 @@ export async function eventsRoutes(app: ZodApp, { db, limits, metrics, pageToken
         },
       },
     },
-    async (request, reply) => sendJsonPieces(reply, await listSessionEventsJson(db, pageTokens, limits.listPageBytes, { accountId: request.principal.accountId, ...request.params }, request.query)),
+    async (request, reply) => sendJsonPieces(reply, await listSessionEventsJson(request.db, pageTokens, limits.listPageBytes, { accountId: request.principal.accountId, ...request.params }, request.query)),
   );
 
   app.get(
@@ -112,7 +112,7 @@ export async function eventsRoutes(app: ZodApp, { db, limits, metrics, pageToken
     },
     async (request) => {
       const { eventId, ...session } = request.params;
-      return getSessionEvent(db, { accountId: request.principal.accountId, ...session }, eventId);
+      return getSessionEvent(request.db, { accountId: request.principal.accountId, ...session }, eventId);
     },
   );
 }

@@ -34,7 +34,7 @@ export const StateAtEventResponse = z
   })
   .meta({ id: 'StateAtEvent' });
 
-export async function stateHistoryRoutes(app: ZodApp, { db, metrics, expensiveSlots }: AppDeps): Promise<void> {
+export async function stateHistoryRoutes(app: ZodApp, { metrics, expensiveSlots }: AppDeps): Promise<void> {
   const checkpointWriters = createSingleFlight();
   app.get(
     '/spaces/:spaceId/users/:userId/sessions/:sessionId/state-at/:seq',
@@ -69,7 +69,7 @@ export async function stateHistoryRoutes(app: ZodApp, { db, metrics, expensiveSl
       const { accountId } = request.principal;
       // A replay reads many rows: one of the account's expensive slots (src/lib/account-slots.ts).
       const { event, stateJson, changes, sharedDelta, initialStateKnown } = await expensiveSlots.run(accountId, () =>
-        getStateAtEvent(db, metrics.stateAt, { accountId, ...session }, seq, checkpointWriters),
+        getStateAtEvent(request.db, metrics.stateAt, { accountId, ...session }, seq, checkpointWriters),
       );
       return sendJsonText(reply, jsonWithRawValue({ event, state: RAW_JSON_SLOT, changes, sharedDelta, initialStateKnown }, stateJson));
     },

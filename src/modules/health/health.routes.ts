@@ -3,7 +3,7 @@ import { ErrorBody } from '../../http/schemas.js';
 import type { AppDeps, ZodApp } from '../../http/zod-app.js';
 import { checkReadiness } from './health.service.js';
 
-export async function healthRoutes(app: ZodApp, { db }: AppDeps): Promise<void> {
+export async function healthRoutes(app: ZodApp, { noAccountDb: db }: AppDeps): Promise<void> {
   app.get(
     '/healthz',
     { schema: { tags: ['health'], security: [], summary: 'Liveness: the process is up', operationId: 'getLiveness', response: { 200: z.object({ status: z.literal('ok') }) } } },

@@ -35,7 +35,7 @@ const tags = ['iam'];
 const BODY_ERRORS = ['LimitExceeded.RequestSize', 'UnsupportedMediaType'] as const;
 const deleted = z.null().describe('Deleted.');
 
-export async function iamRoutes(app: ZodApp, { db, credentialMasterKey, credentialChangesApplied, pageTokens }: AppDeps): Promise<void> {
+export async function iamRoutes(app: ZodApp, { credentialMasterKey, credentialChangesApplied, pageTokens }: AppDeps): Promise<void> {
   // A change that can stop a credential working answers once this instance's credential cache has
   // dropped what it changed: the next request here sees it, whatever the notification's latency.
   const onceApplied = async <T>(change: Promise<T>): Promise<T> => {
@@ -57,7 +57,7 @@ export async function iamRoutes(app: ZodApp, { db, credentialMasterKey, credenti
         response: { 201: SubAccount, ...errorResponses('UnauthorizedOperation', ...BODY_ERRORS) },
       },
     },
-    async (request, reply) => reply.code(201).send(await createSubAccount(db, request.principal.accountId, request.body.name)),
+    async (request, reply) => reply.code(201).send(await createSubAccount(request.db, request.principal.accountId, request.body.name)),
   );
 
   app.get(
@@ -73,7 +73,7 @@ export async function iamRoutes(app: ZodApp, { db, credentialMasterKey, credenti
         response: { 200: ListSubAccountsResponse, ...errorResponses('InvalidParameter.PageToken', 'UnauthorizedOperation') },
       },
     },
-    async (request) => listSubAccountsPage(db, pageTokens, request.principal.accountId, request.query),
+    async (request) => listSubAccountsPage(request.db, pageTokens, request.principal.accountId, request.query),
   );
 
   app.get(
@@ -88,7 +88,7 @@ export async function iamRoutes(app: ZodApp, { db, credentialMasterKey, credenti
         response: { 200: SubAccount, ...errorResponses('UnauthorizedOperation', 'ResourceNotFound.SubAccount') },
       },
     },
-    async (request) => describeSubAccount(db, request.principal.accountId, request.params.subAccountId),
+    async (request) => describeSubAccount(request.db, request.principal.accountId, request.params.subAccountId),
   );
 
   app.delete(
@@ -105,7 +105,7 @@ export async function iamRoutes(app: ZodApp, { db, credentialMasterKey, credenti
       },
     },
     async (request, reply) => {
-      await onceApplied(deleteSubAccount(db, request.principal.accountId, request.params.subAccountId));
+      await onceApplied(deleteSubAccount(request.db, request.principal.accountId, request.params.subAccountId));
       return reply.code(204).send(null);
     },
   );
@@ -126,7 +126,7 @@ export async function iamRoutes(app: ZodApp, { db, credentialMasterKey, credenti
         response: { 200: SubAccountPolicy, ...errorResponses('UnauthorizedOperation', 'ResourceNotFound.SubAccount', ...BODY_ERRORS) },
       },
     },
-    async (request) => onceApplied(putPolicy(db, request.principal.accountId, request.params.subAccountId, request.body.statements)),
+    async (request) => onceApplied(putPolicy(request.db, request.principal.accountId, request.params.subAccountId, request.body.statements)),
   );
 
   app.get(
@@ -142,7 +142,7 @@ export async function iamRoutes(app: ZodApp, { db, credentialMasterKey, credenti
         response: { 200: SubAccountPolicy, ...errorResponses('UnauthorizedOperation', 'ResourceNotFound.SubAccount') },
       },
     },
-    async (request) => getPolicy(db, request.principal.accountId, request.params.subAccountId),
+    async (request) => getPolicy(request.db, request.principal.accountId, request.params.subAccountId),
   );
 
   app.post(
@@ -159,7 +159,7 @@ export async function iamRoutes(app: ZodApp, { db, credentialMasterKey, credenti
       },
     },
     async (request, reply) =>
-      reply.code(201).send(await createCredential(db, request.principal.accountId, request.params.subAccountId, credentialMasterKey)),
+      reply.code(201).send(await createCredential(request.db, request.principal.accountId, request.params.subAccountId, credentialMasterKey)),
   );
 
   app.get(
@@ -175,7 +175,7 @@ export async function iamRoutes(app: ZodApp, { db, credentialMasterKey, credenti
         response: { 200: ListCredentialsResponse, ...errorResponses('UnauthorizedOperation', 'ResourceNotFound.SubAccount') },
       },
     },
-    async (request) => listCredentialsOf(db, request.principal.accountId, request.params.subAccountId),
+    async (request) => listCredentialsOf(request.db, request.principal.accountId, request.params.subAccountId),
   );
 
   app.post(
@@ -190,7 +190,7 @@ export async function iamRoutes(app: ZodApp, { db, credentialMasterKey, credenti
         response: { 201: IssuedCredential, ...errorResponses('UnauthorizedOperation') },
       },
     },
-    async (request, reply) => reply.code(201).send(await createCredential(db, request.principal.accountId, undefined, credentialMasterKey)),
+    async (request, reply) => reply.code(201).send(await createCredential(request.db, request.principal.accountId, undefined, credentialMasterKey)),
   );
 
   app.get(
@@ -205,7 +205,7 @@ export async function iamRoutes(app: ZodApp, { db, credentialMasterKey, credenti
         response: { 200: ListCredentialsResponse, ...errorResponses('UnauthorizedOperation') },
       },
     },
-    async (request) => listCredentialsOf(db, request.principal.accountId, undefined),
+    async (request) => listCredentialsOf(request.db, request.principal.accountId, undefined),
   );
 
   app.patch(
@@ -227,7 +227,7 @@ export async function iamRoutes(app: ZodApp, { db, credentialMasterKey, credenti
         },
       },
     },
-    async (request) => onceApplied(modifyCredential(db, request.principal.accountId, request.params.secretId, request.body.status)),
+    async (request) => onceApplied(modifyCredential(request.db, request.principal.accountId, request.params.secretId, request.body.status)),
   );
 
   app.delete(
@@ -244,7 +244,7 @@ export async function iamRoutes(app: ZodApp, { db, credentialMasterKey, credenti
       },
     },
     async (request, reply) => {
-      await onceApplied(deleteCredential(db, request.principal.accountId, request.params.secretId));
+      await onceApplied(deleteCredential(request.db, request.principal.accountId, request.params.secretId));
       return reply.code(204).send(null);
     },
   );

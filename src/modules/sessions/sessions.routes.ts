@@ -13,7 +13,7 @@ import { createSession, deleteSession, describeSession, listSessionsJson, modify
 const USER_SESSIONS = '/spaces/:spaceId/users/:userId/sessions';
 const ONE_SESSION = `${USER_SESSIONS}/:sessionId`;
 
-export async function sessionsRoutes(app: ZodApp, { db, limits, pageTokens, expensiveSlots }: AppDeps): Promise<void> {
+export async function sessionsRoutes(app: ZodApp, { limits, pageTokens, expensiveSlots }: AppDeps): Promise<void> {
   const schemas = sessionSchemas(limits);
   // A list is three statements (space, page, count) on one pool: 100 concurrent lists queued every
   // append behind them (bench/list-contention.ts). At most limits.listConcurrency lists query at
@@ -51,7 +51,7 @@ export async function sessionsRoutes(app: ZodApp, { db, limits, pageTokens, expe
       const ifNoneMatch = request.headers['if-none-match'];
       if (ifNoneMatch !== undefined && ifNoneMatch.trim() !== '*') throw invalidParameter('If-None-Match', 'only * is supported here');
       const { spaceId, userId } = request.params;
-      const { session, created } = await createSession(db, limits, { accountId: request.principal.accountId, spaceId, userId }, request.body, ifNoneMatch !== undefined);
+      const { session, created } = await createSession(request.db, limits, { accountId: request.principal.accountId, spaceId, userId }, request.body, ifNoneMatch !== undefined);
       const answer = writtenSessionAnswer(session, maySeeSessionContents(request.principal, spaceId));
       return reply.status(created ? 201 : 200).header('etag', etagOf(session.revision)).send(answer);
     },
@@ -73,7 +73,7 @@ export async function sessionsRoutes(app: ZodApp, { db, limits, pageTokens, expe
     },
     async (request, reply) => {
       const { spaceId, userId } = request.params;
-      const pieces = await expensiveSlots.run(request.principal.accountId, () => listSessionsJson(db, limits, pageTokens, { accountId: request.principal.accountId, spaceId, userId }, request.query));
+      const pieces = await expensiveSlots.run(request.principal.accountId, () => listSessionsJson(request.db, limits, pageTokens, { accountId: request.principal.accountId, spaceId, userId }, request.query));
       return sendJsonPieces(reply, pieces);
     },
   );
@@ -93,7 +93,7 @@ export async function sessionsRoutes(app: ZodApp, { db, limits, pageTokens, expe
       },
     },
     async (request, reply) => {
-      const pieces = await expensiveSlots.run(request.principal.accountId, () => listSessionsJson(db, limits, pageTokens, { accountId: request.principal.accountId, spaceId: request.params.spaceId }, request.query));
+      const pieces = await expensiveSlots.run(request.principal.accountId, () => listSessionsJson(request.db, limits, pageTokens, { accountId: request.principal.accountId, spaceId: request.params.spaceId }, request.query));
       return sendJsonPieces(reply, pieces);
     },
   );
@@ -112,7 +112,7 @@ export async function sessionsRoutes(app: ZodApp, { db, limits, pageTokens, expe
       },
     },
     async (request, reply) => {
-      const session = await describeSession(db, { accountId: request.principal.accountId, ...request.params });
+      const session = await describeSession(request.db, { accountId: request.principal.accountId, ...request.params });
       return sendJsonText(reply.header('etag', etagOf(session.revision)), session.json);
     },
   );
@@ -137,7 +137,7 @@ export async function sessionsRoutes(app: ZodApp, { db, limits, pageTokens, expe
     },
     async (request, reply) => {
       const ifMatch = parseIfMatch(request.headers['if-match']);
-      const session = await modifySession(db, { accountId: request.principal.accountId, ...request.params }, request.body, ifMatch);
+      const session = await modifySession(request.db, { accountId: request.principal.accountId, ...request.params }, request.body, ifMatch);
       const answer = writtenSessionAnswer(session, maySeeSessionContents(request.principal, request.params.spaceId));
       return reply.header('etag', etagOf(session.revision)).send(answer);
     },
@@ -161,7 +161,7 @@ export async function sessionsRoutes(app: ZodApp, { db, limits, pageTokens, expe
     },
     async (request, reply) => {
       const ifMatch = parseIfMatch(request.headers['if-match']);
-      await deleteSession(db, { accountId: request.principal.accountId, ...request.params }, ifMatch);
+      await deleteSession(request.db, { accountId: request.principal.accountId, ...request.params }, ifMatch);
       return reply.status(204).send(null);
     },
   );

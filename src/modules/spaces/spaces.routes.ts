@@ -14,7 +14,7 @@ const SpacePermissions = z
   })
   .meta({ id: 'SpacePermissions' });
 
-export async function spacesRoutes(app: ZodApp, { db, pageTokens }: AppDeps): Promise<void> {
+export async function spacesRoutes(app: ZodApp, { pageTokens }: AppDeps): Promise<void> {
   app.get(
     '/spaces/:spaceId/permissions',
     {
@@ -32,7 +32,7 @@ export async function spacesRoutes(app: ZodApp, { db, pageTokens }: AppDeps): Pr
       },
     },
     async (request) => {
-      await describeSpace(db, request.principal.accountId, request.params.spaceId); // 404 for another account's space
+      await describeSpace(request.db, request.principal.accountId, request.params.spaceId); // 404 for another account's space
       return {
         spaceId: request.params.spaceId,
         principalKind: request.principal.kind,
@@ -59,7 +59,7 @@ export async function spacesRoutes(app: ZodApp, { db, pageTokens }: AppDeps): Pr
       },
     },
     async (request, reply) => {
-      const { space, created } = await createSpace(db, request.principal, request.body);
+      const { space, created } = await createSpace(request.db, request.principal, request.body);
       return reply.code(created ? 201 : 200).send(space);
     },
   );
@@ -77,7 +77,7 @@ export async function spacesRoutes(app: ZodApp, { db, pageTokens }: AppDeps): Pr
         response: { 200: ListSpacesResponse, ...errorResponses('InvalidParameter.PageToken', 'UnauthorizedOperation') },
       },
     },
-    async (request) => listSpacesPage(db, pageTokens, request.principal, request.query),
+    async (request) => listSpacesPage(request.db, pageTokens, request.principal, request.query),
   );
 
   app.get(
@@ -92,7 +92,7 @@ export async function spacesRoutes(app: ZodApp, { db, pageTokens }: AppDeps): Pr
         response: { 200: SessionSpace, ...errorResponses('UnauthorizedOperation', 'ResourceNotFound.SessionSpace') },
       },
     },
-    async (request) => describeSpace(db, request.principal.accountId, request.params.spaceId),
+    async (request) => describeSpace(request.db, request.principal.accountId, request.params.spaceId),
   );
 
   app.patch(
@@ -111,7 +111,7 @@ export async function spacesRoutes(app: ZodApp, { db, pageTokens }: AppDeps): Pr
         },
       },
     },
-    async (request) => modifySpace(db, request.principal.accountId, request.params.spaceId, request.body),
+    async (request) => modifySpace(request.db, request.principal.accountId, request.params.spaceId, request.body),
   );
 
   app.delete(
@@ -136,7 +136,7 @@ export async function spacesRoutes(app: ZodApp, { db, pageTokens }: AppDeps): Pr
       },
     },
     async (request, reply) => {
-      await deleteSpace(db, request.principal.accountId, request.params.spaceId);
+      await deleteSpace(request.db, request.principal.accountId, request.params.spaceId);
       return reply.code(204).send(null);
     },
   );

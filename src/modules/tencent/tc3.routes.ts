@@ -43,7 +43,7 @@ const header = (request: FastifyRequest, name: string): string | undefined => {
 
 /** Registers the endpoint in `scope`, an encapsulated plugin of its own (parser, hooks, error handler). */
 export async function tencentApiRoutes(scope: ZodApp, deps: AppDeps & AppendDeps, { extraPath, credentialCache, rateLimitCounters, usedSignatures }: Tc3RouteOptions): Promise<void> {
-  const { db, credentialMasterKey } = deps;
+  const { noAccountDb: db, credentialMasterKey } = deps;
   scope.decorateRequest('principal', null as unknown as Principal);
   scope.decorateRequest('tc3RawBody', undefined);
 
@@ -94,7 +94,7 @@ export async function tencentApiRoutes(scope: ZodApp, deps: AppDeps & AppendDeps
   const handler = async (request: FastifyRequest, reply: FastifyReply) => {
     const { principal } = request;
     const context: Tc3Context = {
-      db,
+      db: request.db,
       limits: deps.limits,
       pageTokens: deps.pageTokens,
       metrics: deps.metrics,
@@ -102,7 +102,7 @@ export async function tencentApiRoutes(scope: ZodApp, deps: AppDeps & AppendDeps
       eventFeed: deps.eventFeed,
       appendPath: deps.appendPath,
       principal,
-      authorize: (action, resourceScope, spaceId) => authorize((accountId, id) => findSpaceOrThrow(db, accountId, id), principal, action, resourceScope, spaceId),
+      authorize: (action, resourceScope, spaceId) => authorize((accountId, id) => findSpaceOrThrow(request.db, accountId, id), principal, action, resourceScope, spaceId),
     };
     const fields = await dispatchAction(context, header(request, 'x-tc-action'), header(request, 'x-tc-version'), request.body);
     return sendEnvelope(request, reply, fields);

@@ -19,7 +19,7 @@ import { importSession, openExport } from './transfer.service.js';
  */
 const IMPORT_BODY_NESTING = MAX_BODY_NESTING + 2;
 
-export async function transferRoutes(app: ZodApp, { db, limits, expensiveSlots, exportSlots }: AppDeps): Promise<void> {
+export async function transferRoutes(app: ZodApp, { limits, expensiveSlots, exportSlots }: AppDeps): Promise<void> {
   const { ImportBody } = importSchemas(limits);
 
   app.get(
@@ -58,7 +58,7 @@ export async function transferRoutes(app: ZodApp, { db, limits, expensiveSlots, 
       const inExpensiveSlot = <T>(read: () => Promise<T>) => expensiveSlots.run(accountId, read);
       let body: Readable;
       try {
-        body = Readable.from(exportText(await inExpensiveSlot(() => openExport(db, { accountId, ...request.params }, inExpensiveSlot)), format));
+        body = Readable.from(exportText(await inExpensiveSlot(() => openExport(request.db, { accountId, ...request.params }, inExpensiveSlot)), format));
       } catch (error) {
         giveBack();
         throw error;
@@ -125,7 +125,7 @@ export async function transferRoutes(app: ZodApp, { db, limits, expensiveSlots, 
       async (request, reply) => {
         const { accountId } = request.principal;
         // Writes a whole history in one transaction: one of the account's expensive slots.
-        const session = await expensiveSlots.run(accountId, () => importSession(db, limits, { accountId, spaceId: request.params.spaceId }, request.body));
+        const session = await expensiveSlots.run(accountId, () => importSession(request.db, limits, { accountId, spaceId: request.params.spaceId }, request.body));
         return reply.status(201).send(writtenSessionAnswer(session, maySeeSessionContents(request.principal, request.params.spaceId)));
       },
     );

@@ -4,7 +4,7 @@ import type { AppDeps, ZodApp } from '../../http/zod-app.js';
 import { ListSpaceUsersQuery, ListSpaceUsersResponse, UserState } from './users.schemas.js';
 import { describeUserState, listSpaceUsersPage } from './users.service.js';
 
-export async function usersRoutes(app: ZodApp, { db, pageTokens }: AppDeps): Promise<void> {
+export async function usersRoutes(app: ZodApp, { pageTokens }: AppDeps): Promise<void> {
   app.get(
     '/spaces/:spaceId/users',
     {
@@ -24,7 +24,7 @@ export async function usersRoutes(app: ZodApp, { db, pageTokens }: AppDeps): Pro
         },
       },
     },
-    async (request) => listSpaceUsersPage(db, pageTokens, request.principal.accountId, request.params.spaceId, request.query),
+    async (request) => listSpaceUsersPage(request.db, pageTokens, request.principal.accountId, request.params.spaceId, request.query),
   );
 
   app.get(
@@ -46,6 +46,6 @@ export async function usersRoutes(app: ZodApp, { db, pageTokens }: AppDeps): Pro
         },
       },
     },
-    async (request) => describeUserState(db, request.principal.accountId, request.params.spaceId, request.params.userId),
+    async (request) => describeUserState(request.db, request.principal.accountId, request.params.spaceId, request.params.userId),
   );
 }
