@@ -44,7 +44,7 @@ describe('the database as one account', () => {
     expect((await sql<{ one: number }>`SELECT 1 AS one`.execute(again)).rows).toEqual([{ one: 1 }]);
   });
 
-  it.runIf(inject('testBackend').kind === 'postgres')("holds an account to its share: its next checkout waits, another account's and no account's do not", async () => {
+  it.runIf(inject('testBackend').kind === 'postgres')("holds an account to its share (PostgreSQL: a pool of several connections): its next checkout waits, another account's and no account's do not", async () => {
     const database = await open({ poolMax: 3, poolPerAccount: 1 });
     const a = database.forAccount('acct-a');
     let release!: () => void;
