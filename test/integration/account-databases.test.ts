@@ -3,7 +3,7 @@
 // (src/db/fair-pool.ts). The account is passed, not carried in AsyncLocalStorage (bench/README.md).
 import { sql } from 'kysely';
 import { afterEach, describe, expect, inject, it } from 'vitest';
-import { accountDatabasesOf } from '../../src/db/connect.js';
+import { ACCOUNT_HANDLES_KEPT, accountDatabasesOf } from '../../src/db/connect.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 
 const opened: TestDatabase[] = [];
@@ -29,7 +29,22 @@ describe('the database as one account', () => {
     expect(rows).toEqual([{ one: 1 }]);
   });
 
-  it.runIf(inject('testBackend').kind === 'postgres')("holds an account to its share: its next checkout waits, another account's and no account's do not", async () => {
+  it('keeps the most recently used handles, and makes a dropped one again', async () => {
+    const database = await open();
+    const first = database.forAccount('acct-0');
+    const kept = database.forAccount('acct-1');
+    for (let n = 2; n <= ACCOUNT_HANDLES_KEPT; n++) {
+      database.forAccount(`acct-${n}`);
+      if (n % 100 === 0) expect(database.forAccount('acct-1')).toBe(kept); // used again: kept
+    }
+    // One more account than are kept: the least recently used one, acct-0, was dropped.
+    const again = database.forAccount('acct-0');
+    expect(again).not.toBe(first);
+    expect(database.forAccount('acct-1')).toBe(kept);
+    expect((await sql<{ one: number }>`SELECT 1 AS one`.execute(again)).rows).toEqual([{ one: 1 }]);
+  });
+
+  it.runIf(inject('testBackend').kind === 'postgres')("holds an account to its share (PostgreSQL: a pool of several connections): its next checkout waits, another account's and no account's do not", async () => {
     const database = await open({ poolMax: 3, poolPerAccount: 1 });
     const a = database.forAccount('acct-a');
     let release!: () => void;
