@@ -87,8 +87,8 @@ export type AccountDatabases = (accountId: string) => Database;
  * made again, so more accounts than that at once cost only those microseconds per turn.
  *
  * Why not carry the account in AsyncLocalStorage, as an earlier version did: on Node 20 and 22 it
- * turns on promise hooks for the whole process, and every promise then pays for them. Without it
- * the server spent 0.856 × the CPU per append (bench:append-compare, bench/README.md).
+ * turns on promise hooks for the whole process, and every promise then pays for them: with them gone
+ * the server spends about 0.9 × the CPU per append (bench:append-compare, bench/README.md).
  */
 function accountDatabases(db: Database, pool: GuardedPool): AccountDatabases {
   const kept = new Map<string, Database>();
