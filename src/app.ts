@@ -141,7 +141,7 @@ export async function buildApp({
   registerShutdownRefusal(app);
   const expensiveSlots = createAccountSlots({ total: limits.listConcurrency, perAccount: limits.expensivePerAccount, timeShare: limits.expensiveTimeShare });
   const exportSlots = createAccountSlots({ total: limits.listConcurrency, perAccount: limits.exportsPerAccount, timeShare: limits.expensiveTimeShare });
-  const appendBatcher = createAppendBatcher(db, batchingOptions(limits, expensiveSlots), forAccount);
+  const appendBatcher = createAppendBatcher(db, batchingOptions(limits, expensiveSlots));
   const appendPath = createAppendPath(db, limits, appendBatcher, forAccount);
   const eventStreamCounts: EventStreamCounts = { open: 0, sharedReads: 0, catchUpReads: 0 };
   const metrics = registerMetrics(app, { pool, appendBatches: appendBatcher.stats, appendQueue: appendBatcher, eventStreams: eventStreamCounts, expensiveSlots, exportSlots });

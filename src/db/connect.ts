@@ -52,13 +52,12 @@ export type DatabaseOptions =
     };
 
 export interface DatabaseHandle {
-  /** The database for work of no account: start-up, background jobs, a batch of several accounts' appends. */
-  db: Database;
   /**
-   * The same database for one account's work: its checkouts count against the account's share of
-   * the pool (fair-pool.ts). Each request's handlers are given their account's (http/account-database.ts).
+   * The database for work of no account: start-up, background jobs, a batch of several accounts'
+   * appends. The same database for one account's work, whose checkouts count against the account's
+   * share of the pool (fair-pool.ts): accountDatabasesOf(db).
    */
-  forAccount: AccountDatabases;
+  db: Database;
   kind: DatabaseOptions['kind'];
   pool: pg.Pool;
   /** What the /metrics pool gauges read: the pool's counts, its waiting clients including the checkouts waiting for their account's turn (fair-pool.ts). */
@@ -90,7 +89,7 @@ export type AccountDatabases = (accountId: string) => Database;
  * turns on promise hooks for the whole process, and every promise then pays for them: with them gone
  * the server spends about 0.9 × the CPU per append (bench:append-compare, bench/README.md).
  */
-function accountDatabases(db: Database, pool: GuardedPool): AccountDatabases {
+function registerAccountDatabases(db: Database, pool: GuardedPool): void {
   const kept = new Map<string, Database>();
   const forAccount: AccountDatabases = (accountId) => {
     let accountDb = kept.get(accountId);
@@ -104,15 +103,15 @@ function accountDatabases(db: Database, pool: GuardedPool): AccountDatabases {
     return accountDb;
   };
   accountDatabasesByHandle.set(db, forAccount);
-  return forAccount;
 }
 
 const accountDatabasesByHandle = new WeakMap<Database, AccountDatabases>();
 
 /**
- * The account handles of a handle's database, for an app given only its `db`: what openDatabase
- * made for it, or, for a Kysely instance opened elsewhere, the instance itself for every account
- * (its checkouts then share no pool by account).
+ * The database as each account's, for an app given only its `db` (each request's handlers get their
+ * account's: http/account-database.ts): what openDatabase registered for it, or, for a Kysely
+ * instance opened elsewhere, the instance itself for every account (its checkouts then share no
+ * pool by account).
  */
 export function accountDatabasesOf(db: Database): AccountDatabases {
   return accountDatabasesByHandle.get(db) ?? (() => db);
@@ -244,7 +243,8 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
         await direct.destroy();
       }
     };
-    return { db, forAccount: accountDatabases(db, guarded), kind: 'postgres', pool, poolStats: poolStats(pool, checkouts), listen, onDirectConnection, close: () => db.destroy() };
+    registerAccountDatabases(db, guarded);
+    return { db, kind: 'postgres', pool, poolStats: poolStats(pool, checkouts), listen, onDirectConnection, close: () => db.destroy() };
   }
   return openPglite(options);
 }
@@ -285,9 +285,9 @@ async function openPglite({ dataDir, statementTimeoutMs, snapshot, preparedState
   const checkouts = fairCheckouts({ total: 1, perAccount: 1, timeoutMs: undefined });
   const guarded = guardedPool(pool, { namedStatements: preparedStatements ?? true, checkouts });
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: guarded }) });
+  registerAccountDatabases(db, guarded);
   return {
     db,
-    forAccount: accountDatabases(db, guarded),
     kind: 'pglite',
     pool,
     poolStats: poolStats(pool, checkouts),

@@ -1,6 +1,6 @@
 // The database pool's connections shared fairly between accounts (docs/design.md §8): a request's
 // checkout counts against the account it works for (the handle of its account, connect.ts
-// forAccount, which a request's handlers are given: http/account-database.ts), which may hold at most
+// accountDatabasesOf, which a request's handlers are given: http/account-database.ts), which may hold at most
 // `perAccount` of the pool's `total` connections at once; past that its checkouts wait in a queue
 // of their own, not in the pool's single first-come queue. So an account whose requests are slow
 // (long statements, row locks) fills only its own share, and the connections left over serve the

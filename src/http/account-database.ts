@@ -1,4 +1,4 @@
-// Gives each authenticated request the database handle of its account (db/connect.ts forAccount),
+// Gives each authenticated request the database handle of its account (db/connect.ts accountDatabasesOf),
 // so that the connections its handlers check out count against that account's share of the pool
 // (db/fair-pool.ts). Handlers and the services they call use request.db, never the app's own handle:
 // that one is for work of no account (start-up, background jobs, a batch of several accounts'

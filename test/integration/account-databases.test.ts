@@ -1,9 +1,10 @@
-// The database as one account's (src/db/connect.ts forAccount): what a request's handlers query
+// The database as one account's (src/db/connect.ts accountDatabasesOf): what a request's handlers query
 // through (request.db), so that its checkouts count against its account's share of the pool
 // (src/db/fair-pool.ts). The account is passed, not carried in AsyncLocalStorage (bench/README.md).
-import { sql } from 'kysely';
+import { Kysely, PostgresDialect, sql } from 'kysely';
+import type { DB } from '../../src/db/schema.js';
 import { afterEach, describe, expect, inject, it } from 'vitest';
-import { ACCOUNT_HANDLES_KEPT, accountDatabasesOf } from '../../src/db/connect.js';
+import { ACCOUNT_HANDLES_KEPT, type AccountDatabases, accountDatabasesOf } from '../../src/db/connect.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 
 const opened: TestDatabase[] = [];
@@ -11,20 +12,23 @@ afterEach(async () => {
   await Promise.all(opened.splice(0).map((database) => database.dispose()));
 });
 
-async function open(options: Parameters<typeof createTestDatabase>[0] = {}): Promise<TestDatabase> {
+/** A test database, and the database as each account's. */
+async function open(options: Parameters<typeof createTestDatabase>[0] = {}): Promise<TestDatabase & { forAccount: AccountDatabases }> {
   const database = await createTestDatabase(options);
   opened.push(database);
-  return database;
+  return { ...database, forAccount: accountDatabasesOf(database.db) };
 }
 
 describe('the database as one account', () => {
-  it('is one handle per account, kept, and the one an app given only the handle\'s db finds', async () => {
+  it('is one handle per account, kept, registered for the handle\'s db by openDatabase', async () => {
     const database = await open();
     const a = database.forAccount('acct-a');
     expect(database.forAccount('acct-a')).toBe(a);
     expect(database.forAccount('acct-b')).not.toBe(a);
     expect(a).not.toBe(database.db);
-    expect(accountDatabasesOf(database.db)).toBe(database.forAccount);
+    // A Kysely instance openDatabase did not open has no account handles: itself for every account.
+    const elsewhere = new Kysely<DB>({ dialect: new PostgresDialect({ pool: database.pool }) });
+    expect(accountDatabasesOf(elsewhere)('acct-a')).toBe(elsewhere);
     const { rows } = await sql<{ one: number }>`SELECT 1 AS one`.execute(a);
     expect(rows).toEqual([{ one: 1 }]);
   });

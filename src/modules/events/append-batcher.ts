@@ -61,7 +61,7 @@
 // and hold that batch up for `lockWaitMs` once more: one such stall per statement timeout for as
 // long as the lock lasts, for the batch's appends of every account.
 import type { Limits } from '../../config.js';
-import type { AccountDatabases, Database } from '../../db/connect.js';
+import type { Database } from '../../db/connect.js';
 import type { SessionKey } from '../../db/keys.js';
 import { AppError } from '../../errors.js';
 import type { AccountSlots } from '../../lib/account-slots.js';
@@ -142,14 +142,9 @@ export class AppendBatcher implements AppendQueueDepth {
   /** The large states the answers carried, by space, user and session: what the next answers will weigh. */
   private readonly weights = createAnswerWeights({ partBytes: HEAVY_PART_BYTES, capacity: REMEMBERED_HEAVY_PARTS });
 
-  /**
-   * `forAccount`: the database as one account's (db/connect.ts), what an append sent alone from its
-   * request runs on; without it every call is on `db`, which keeps to no account's share.
-   */
   constructor(
     private readonly db: Database,
     private readonly options: AppendBatcherOptions,
-    private readonly forAccount: AccountDatabases = () => db,
   ) {
     this.batchScope = options.batchScope;
   }
@@ -171,19 +166,21 @@ export class AppendBatcher implements AppendQueueDepth {
 
   /**
    * appendInDatabase's contract: the session after the append, undefined if it is missing, or its
-   * error. `deltaBytes`: the serialized size of the events' stateDeltas.
+   * error. `deltaBytes`: the serialized size of the events' stateDeltas. `accountDb`: the database as
+   * the append's account (db/connect.ts), what it runs on when it goes alone from here; by default the
+   * batcher's own, which keeps to no account's share.
    */
-  append(key: SessionKey, events: EventDocument[], ifMatch: number[] | undefined, deltaBytes = 0): Promise<AppendedSession | undefined> {
+  append(key: SessionKey, events: EventDocument[], ifMatch: number[] | undefined, deltaBytes = 0, accountDb: Database = this.db): Promise<AppendedSession | undefined> {
     // A large delta makes a slow call (its merge, its write, its WAL): it would hold back every
     // append of a batch, and a batch slot, so it goes alone, in one of its account's expensive slots.
     if (deltaBytes > this.options.aloneDeltaBytes) {
       this.stats.sentAlone.largeDelta++;
-      return this.options.expensiveSlots.run(key.accountId, () => this.alone({ key, events, ifMatch }, this.forAccount(key.accountId)));
+      return this.options.expensiveSlots.run(key.accountId, () => this.alone({ key, events, ifMatch }, accountDb));
     }
-    if (this.options.maxBatch <= 1) return this.alone({ key, events, ifMatch }, this.forAccount(key.accountId));
+    if (this.options.maxBatch <= 1) return this.alone({ key, events, ifMatch }, accountDb);
     if (writesSharedState(events)) {
       this.stats.sentAlone.sharedState++;
-      return this.alone({ key, events, ifMatch }, this.forAccount(key.accountId));
+      return this.alone({ key, events, ifMatch }, accountDb);
     }
     const id = sessionIdOf(key);
     const expectedBytes = this.weights.any ? this.weights.expected(key) : 0;
@@ -467,8 +464,8 @@ const REMEMBERED_HEAVY_PARTS = 10_000;
 const ANSWER_BYTES_PER_SECOND = 60 * 1024 * 1024;
 
 /** The group commit of one instance's appends on `db` (its append path's, src/modules/events/append.service.ts). */
-export function createAppendBatcher(db: Database, options: AppendBatcherOptions, forAccount?: AccountDatabases): AppendBatcher {
-  return new AppendBatcher(db, options, forAccount);
+export function createAppendBatcher(db: Database, options: AppendBatcherOptions): AppendBatcher {
+  return new AppendBatcher(db, options);
 }
 
 const sessionStillLocked = () =>

@@ -126,7 +126,7 @@ function sendNew(
   ifMatch: IfMatch,
   deltaBytes: number,
 ): Promise<AppendedSession | undefined> {
-  return batcher ? batcher.append(key, documents, revisionsOf(ifMatch), deltaBytes) : appendInDatabase(db, key, documents, revisionsOf(ifMatch), limits.stateBytes);
+  return batcher ? batcher.append(key, documents, revisionsOf(ifMatch), deltaBytes, db) : appendInDatabase(db, key, documents, revisionsOf(ifMatch), limits.stateBytes);
 }
 
 /**
